@@ -1,0 +1,1 @@
+"""(see docs/architecture.md)"""

@@ -1,0 +1,3 @@
+from mrc.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""The `mrc` command (also `python -m mrc`).
+
+One argparse tree. Each subsystem owns its subcommands in its own module, which
+exposes ``register(parser)``: it adds sub-parsers to ``parser`` (through
+``subcommands(parser)`` for a group) and sets ``func`` on each leaf to a callable taking the parsed arguments and returning
+an exit status. Modules are listed here once; a module that is not part of this
+installation is simply not offered.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import sys
+
+from mrc._version import __version__
+from mrc.errors import MRCError
+
+# (command, module that registers it, one-line help)
+SUBCOMMANDS = [
+    ("demo", "mrc.emulator.demo", "run the MRC vs ECMP demo on a small multi-plane fabric"),
+    ("pcap", "mrc.wire.cli", "write sample pcaps of every MRC packet kind, and decode pcaps"),
+    ("fabric", "mrc.fabric.cli", "multi-plane Clos fabrics: presets, SRv6 uSID routes, netns fabrics"),
+    ("emu", "mrc.emulator.cli", "packet-level fabric emulator: run and compare scenarios"),
+    ("conformance", "mrc.conformance.cli", "run the MRC conformance suite against an implementation"),
+    ("io", "mrc.io.cli", "MRC endpoints over real sockets"),
+]
+
+
+def subcommands(parser: argparse.ArgumentParser):
+    """Make ``parser`` a group: return its sub-parser action.
+
+    Running the group without a leaf command prints the group's help.
+    """
+    parser.set_defaults(_parser=parser)
+    return parser.add_subparsers(metavar="SUBCOMMAND")
+
+
+def _available(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mrc",
+        description="MRC (OCP Multipath Reliable Connection 1.0): wire formats, protocol core, "
+        "fabric emulator and conformance suite.",
+    )
+    parser.add_argument("--version", action="version", version=f"mrc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module, help_text in SUBCOMMANDS:
+        if not _available(module):
+            continue
+        cmd = sub.add_parser(name, help=help_text, description=help_text)
+        importlib.import_module(module).register(cmd)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        # A group was named without a leaf command: show that level's help.
+        target = getattr(args, "_parser", parser)
+        target.print_help()
+        return 0 if args.command is None else 2
+    try:
+        return int(func(args) or 0)
+    except MRCError as exc:
+        print(f"mrc: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

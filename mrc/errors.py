@@ -1,0 +1,28 @@
+"""Exception types shared by every part of the project.
+
+Bad input never crashes the process: it raises one of these, and the message
+names the thing that was wrong (header and field, config key and value, ...).
+The `mrc` command prints the message and exits with status 2.
+"""
+
+
+class MRCError(Exception):
+    """Base class of every error the project raises on purpose."""
+
+
+class ConfigError(MRCError, ValueError):
+    """A configuration key or value is unknown, missing or impossible.
+
+    `key` is the dotted name of the offending key (e.g. ``topology.k``) and
+    `value` the value given, so callers can report them without parsing text.
+    """
+
+    def __init__(self, key: str, value, problem: str):
+        self.key = key
+        self.value = value
+        self.problem = problem
+        super().__init__(f"{key} = {value!r}: {problem}")
+
+
+class UsageError(MRCError, ValueError):
+    """A library API was called in a way the protocol does not allow (local misuse)."""
