@@ -1,0 +1,543 @@
+"""The application API, in the spirit of OCP ``mrc.h`` (itself modelled on libibverbs).
+
+A `Device` is one MRC NIC (an ``ibv_context`` plus ``mrc_context``): it owns
+the core's state tables for its QPs, its memory regions, completion queues
+and the controller (`device.ctl`, see `mrc.ctl`). It is sans-IO, like
+aioquic's ``QuicConnection``: nothing here reads a clock or touches a socket.
+The caller feeds it:
+
+- ``device.receive(packet, payload, now, src=...)`` for every packet that
+  arrives (a `mrc.wire.records.PKT` record and its payload bytes);
+- ``device.packets_to_send(now)`` to collect what must go out
+  (`OutPacket`: record, payload, destination);
+- ``device.next_deadline()`` and ``device.handle_timer(now)`` for timers.
+
+Times are integer picoseconds. Local misuse (wrong state, bad arguments,
+unsupported opcodes) raises `mrc.errors.UsageError` naming the problem; a
+peer's misbehaviour never raises: it becomes a NACK, a counter or an event.
+
+Queue pairs follow RESET -> INIT -> RTR -> RTS (and ERROR) with the
+attributes mrc.h requires at each step: INIT takes the EV and CC profile ids
+(learned from the controller out of band), RTR the peer (QPN, address,
+expected PSN) and the responder's MPR / max WIMM, RTS the requester's MPR,
+max WIMM, retry counts and timeout. Only RDMA Write and Write-with-Immediate
+may be posted.
+"""
+from __future__ import annotations
+
+import collections
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
+from mrc.core.rng import seed_state
+from mrc.errors import UsageError
+from mrc.wire.constants import ENDPOINT_QPN
+from mrc.wire.records import PKT
+
+MRC_PROTOCOL_VERSION_1 = 1 << 0
+
+
+class Access(enum.IntFlag):
+    LOCAL_WRITE = 1
+    REMOTE_WRITE = 2
+
+
+class WcOpcode(enum.IntEnum):
+    RDMA_WRITE = 1
+    RECV_RDMA_WITH_IMM = 2
+
+
+class SendOpcode(enum.Enum):
+    RDMA_WRITE = "RDMA_WRITE"
+    RDMA_WRITE_WITH_IMM = "RDMA_WRITE_WITH_IMM"
+    SEND = "SEND"
+    SEND_WITH_IMM = "SEND_WITH_IMM"
+    RDMA_READ = "RDMA_READ"
+    ATOMIC_CMP_AND_SWP = "ATOMIC_CMP_AND_SWP"
+    ATOMIC_FETCH_AND_ADD = "ATOMIC_FETCH_AND_ADD"
+
+
+WC_STATUS = {v: k for k, v in D.WC_STATUS_NAMES.items()}
+
+
+@dataclass(frozen=True)
+class WorkCompletion:
+    wr_id: int
+    status: str  # "SUCCESS", "RETRY_EXC_ERR", "WR_FLUSH_ERR", ...
+    opcode: WcOpcode
+    byte_len: int
+    qp_num: int
+    imm_data: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "SUCCESS"
+
+
+@dataclass(frozen=True)
+class AsyncEvent:
+    kind: str  # "QP_FATAL", "QP_ACCESS_ERR", "CQ_OVERRUN", "PORT_ERR", "PORT_ACTIVE"
+    qp_num: int | None = None
+    port: int | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class OutPacket:
+    """A packet the device wants sent: its record, payload, and where it goes."""
+
+    pkt: np.void
+    payload: bytes
+    dest: object  # the remote address given at RTR (or the endpoint peer)
+    port: int  # local NIC port, 1-based
+    qp_num: int
+
+
+class MemoryRegion:
+    """A registered buffer (``ibv_reg_mr``): the responder places writes into it directly."""
+
+    def __init__(self, device: "Device", index: int, buf, access: Access):
+        self.device = device
+        self.index = index
+        self.array = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
+        if not self.array.flags.writeable and access & Access.REMOTE_WRITE:
+            raise UsageError("reg_mr: buffer is read-only but REMOTE_WRITE access was asked for")
+        self.addr = int(self.array.ctypes.data)
+        self.length = int(self.array.size)
+        self.access = access
+        row = device.T.mr[index]
+        self.lkey = int(row["lkey"])
+        self.rkey = int(row["rkey"])
+
+    def sge(self, offset: int = 0, length: int | None = None) -> tuple[int, int, int]:
+        """(addr, length, lkey) of a slice of this region, like ``struct ibv_sge``."""
+        length = self.length - offset if length is None else length
+        if offset < 0 or length < 0 or offset + length > self.length:
+            raise UsageError(f"sge: offset {offset} + length {length} exceeds the region's {self.length} bytes")
+        return (self.addr + offset, length, self.lkey)
+
+    def deregister(self) -> None:
+        self.device.T.mr[self.index]["valid"] = 0
+        self.device._mrs[self.index] = None
+
+
+class CompletionQueue:
+    """Completions of one or more QPs (``ibv_cq``). Overruns are reported, never silently dropped."""
+
+    def __init__(self, device: "Device", cqe: int):
+        if cqe < 1:
+            raise UsageError(f"create_cq: cqe must be at least 1, got {cqe}")
+        self.device = device
+        self.cqe = cqe
+        self._entries: collections.deque[WorkCompletion] = collections.deque()
+        self.overruns = 0
+
+    def _push(self, wc: WorkCompletion) -> None:
+        if len(self._entries) >= self.cqe:
+            self.overruns += 1
+            self.device._async.append(AsyncEvent("CQ_OVERRUN", qp_num=wc.qp_num, detail=f"{len(self._entries)} entries pending"))
+        self._entries.append(wc)
+
+    def poll(self, num_entries: int = 16) -> list[WorkCompletion]:
+        out = []
+        while self._entries and len(out) < num_entries:
+            out.append(self._entries.popleft())
+        return out
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass
+class QpCap:
+    max_send_wr: int = 64
+    max_recv_wr: int = 64
+
+
+@dataclass
+class _Peer:
+    dest_qpn: int = 0
+    address: object = None
+
+
+class QueuePair:
+    """An MRC queue pair. Create with `Device.create_qp`."""
+
+    def __init__(self, device: "Device", index: int, send_cq: CompletionQueue, recv_cq: CompletionQueue, cap: QpCap):
+        self.device = device
+        self.index = index
+        self.send_cq = send_cq
+        self.recv_cq = recv_cq
+        self.cap = cap
+        self.peer = _Peer()
+        self.ev_profile_id: int | None = None
+        self.cc_profile_id: int | None = None
+        self.attrs: dict = {}
+
+    # -- identity and state ------------------------------------------------------
+    @property
+    def qp_num(self) -> int:
+        return int(self.device.T.qp[self.index]["qpn"])
+
+    @property
+    def state(self) -> str:
+        return D.QP_STATE_NAMES[int(self.device.T.qp[self.index]["state"])]
+
+    def modify(self, state: str, **attrs) -> None:
+        """Move the QP to `state` ("INIT", "RTR", "RTS", "RESET", "ERROR") with its attributes."""
+        self.device._modify_qp(self, state, attrs)
+
+    def query(self) -> dict:
+        q = self.device.T.qp[self.index]
+        out = {"state": self.state, "qp_num": self.qp_num, "dest_qp_num": int(q["dest_qpn"]),
+               "ev_profile_id": self.ev_profile_id, "cc_profile_id": self.cc_profile_id}
+        out.update({k: int(q[k]) for k in setup.QP_BOUNDS})
+        out["cwnd"] = float(q["cwnd"])
+        return out
+
+    def statistics(self) -> dict:
+        """Counters (packets, retransmissions, spurious ones, losses, SACKs, ...) as a dict."""
+        q = self.device.T.qp[self.index]
+        names = ["tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
+                 "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "rx_oor",
+                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "inflight"]
+        return {n: int(q[n]) for n in names} | {"cwnd": float(q["cwnd"])}
+
+    def ev_states(self) -> list[dict]:
+        """The QP's EV set: value, port (1-based), state, active flag, counters."""
+        T = self.device.T
+        q = T.qp[self.index]
+        rows = T.ev[q["ev_row"], : q["n_ev"]]
+        return [{"ev": int(r["ev"]), "port": int(r["plane"]) + 1, "state": D.EV_STATE_NAMES[int(r["state"])],
+                 "active": bool(r["active"]), "tx_pkts": int(r["tx_pkts"]), "losses": int(r["losses"]),
+                 "ecn_marks": int(r["ecn_marks"]), "trims": int(r["trims"])} for r in rows]
+
+    # -- work requests ---------------------------------------------------------------
+    def post_send(self, opcode: SendOpcode | str, wr_id: int, sge: tuple[int, int, int], remote_addr: int = 0,
+                  rkey: int = 0, imm_data: int | None = None, now: int = 0) -> None:
+        """``ibv_post_send`` for MRC: RDMA_WRITE and RDMA_WRITE_WITH_IMM only."""
+        op = SendOpcode(opcode) if not isinstance(opcode, SendOpcode) else opcode
+        if op not in (SendOpcode.RDMA_WRITE, SendOpcode.RDMA_WRITE_WITH_IMM):
+            raise UsageError(f"post_send: opcode {op.value} is not permitted by MRC (only RDMA_WRITE and RDMA_WRITE_WITH_IMM)")
+        if op is SendOpcode.RDMA_WRITE_WITH_IMM and imm_data is None:
+            raise UsageError("post_send: RDMA_WRITE_WITH_IMM needs imm_data")
+        if op is SendOpcode.RDMA_WRITE and imm_data is not None:
+            raise UsageError("post_send: imm_data given for RDMA_WRITE (use RDMA_WRITE_WITH_IMM)")
+        self.post_write(wr_id, sge, remote_addr=remote_addr, rkey=rkey, imm_data=imm_data, now=now)
+
+    def post_write(self, wr_id: int, sge: tuple[int, int, int], *, remote_addr: int, rkey: int,
+                   imm_data: int | None = None, now: int = 0) -> None:
+        """Post an RDMA Write (or Write-with-Immediate when `imm_data` is given) of the bytes of `sge`."""
+        dev = self.device
+        if self.state != "RTS":
+            raise UsageError(f"post_write: QP {self.qp_num} is in {self.state}, writes need RTS")
+        addr, length, lkey = sge
+        mr = dev._mr_by_lkey(lkey)
+        if mr is None:
+            raise UsageError(f"post_write: lkey {lkey:#x} is not a registered region")
+        if addr < mr.addr or addr + length > mr.addr + mr.length or length < 0:
+            raise UsageError(f"post_write: sge [{addr:#x}, +{length}) is outside region lkey {lkey:#x}")
+        if length >= 1 << 31:
+            raise UsageError(f"post_write: length {length} exceeds 2^31 - 1 bytes")
+        if not 0 <= wr_id < 1 << 64:
+            raise UsageError(f"post_write: wr_id {wr_id} is not a 64-bit value")
+        if imm_data is not None and not 0 <= imm_data < 1 << 32:
+            raise UsageError(f"post_write: imm_data {imm_data} is not a 32-bit value")
+        op = D.WR_WRITE if imm_data is None else D.WR_WRITE_IMM
+        rc = core_qp.post_write(dev.T, self.index, wr_id, op, lkey, addr, remote_addr, rkey, length, imm_data or 0, now)
+        if rc != 0:
+            raise UsageError(f"post_write: send queue of QP {self.qp_num} is full ({self.cap.max_send_wr} WRs)")
+
+    def post_recv(self, wr_id: int) -> None:
+        """Post a receive consumed by an incoming Write-with-Immediate (no RNR in MRC)."""
+        if self.state not in ("INIT", "RTR", "RTS"):
+            raise UsageError(f"post_recv: QP {self.qp_num} is in {self.state}")
+        if core_qp.post_recv(self.device.T, self.index, wr_id) != 0:
+            raise UsageError(f"post_recv: receive queue of QP {self.qp_num} is full ({self.cap.max_recv_wr})")
+
+
+@dataclass
+class DeviceAttr:
+    mrc_protocol_version: int = MRC_PROTOCOL_VERSION_1
+    max_wimm: int = 65535
+    max_wimm_dest: int = 65535
+    max_mpr: int = 255
+    mpr_resolution: int = 1
+    dynamic_mpr: int = 0
+    max_qp_hint: int = 0
+    max_qp: int = 0
+    max_ev_per_qp: int = 0
+    ports: int = 0
+    mtu: int = 4096
+    extra: dict = field(default_factory=dict)
+
+
+class Device:
+    """One MRC NIC with `ports` NIC ports (one per plane)."""
+
+    def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
+                 max_mpr: int = 8, max_wr: int = 64, n_mr: int = 64, port_rate_bps: int = 100 * 10**9,
+                 mtu: int = 4096, seed: int = 0, address: object = None):
+        if not 1 <= ports <= D.MAX_PLANES:
+            raise UsageError(f"Device: ports must be in [1, {D.MAX_PLANES}], got {ports}")
+        if not 1 <= max_mpr <= 255:
+            raise UsageError(f"Device: max_mpr must be in [1, 255], got {max_mpr}")
+        window = 128
+        while window < max_mpr * 128:
+            window <<= 1
+        self.name = name
+        self.address = address
+        self.ports = ports
+        self.mtu = mtu
+        self.seed = seed
+        self.port_rate_bps = port_rate_bps
+        self.T = tables.allocate(max_qp, max_ev=max_ev, window=window, max_wr=max_wr, max_recv=max_wr,
+                                 n_mr=n_mr, n_cc=64, evt_capacity=4096)
+        self._rng = np.random.default_rng(seed)
+        self._qps: list[QueuePair | None] = [None] * max_qp
+        self._by_qpn: dict[int, QueuePair] = {}
+        self._mrs: list[MemoryRegion | None] = [None] * n_mr
+        self._async: collections.deque[AsyncEvent] = collections.deque()
+        self._out = np.zeros(1, dtype=PKT)
+        self._next_qpn = 0x10 + (seed % 0x1000) * 0x10
+        from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
+
+        self.ctl = Controller(self)
+
+    # -- resources ----------------------------------------------------------------------
+    def query_device(self) -> DeviceAttr:
+        return DeviceAttr(max_mpr=255, max_qp=len(self._qps), max_ev_per_qp=self.T.ev.shape[1], ports=self.ports, mtu=self.mtu)
+
+    def reg_mr(self, buf, access: Access = Access.LOCAL_WRITE | Access.REMOTE_WRITE) -> MemoryRegion:
+        try:
+            index = self._mrs.index(None)
+        except ValueError:
+            raise UsageError(f"reg_mr: all {len(self._mrs)} memory regions are in use") from None
+        keys = {int(r["lkey"]) for r in self.T.mr if r["valid"]} | {int(r["rkey"]) for r in self.T.mr if r["valid"]}
+        lkey = rkey = 0
+        while lkey in keys or rkey in keys or lkey == rkey or lkey == 0 or rkey == 0:
+            lkey, rkey = (int(x) for x in self._rng.integers(1, 1 << 32, size=2))
+        row = self.T.mr[index]
+        row["lkey"], row["rkey"] = lkey, rkey
+        row["access"] = 1 if access & Access.REMOTE_WRITE else 0
+        mr = MemoryRegion(self, index, buf, access)
+        row["va"], row["length"], row["valid"] = mr.addr, mr.length, 1
+        self._mrs[index] = mr
+        return mr
+
+    def _mr_by_lkey(self, lkey: int) -> MemoryRegion | None:
+        for mr in self._mrs:
+            if mr is not None and mr.lkey == lkey:
+                return mr
+        return None
+
+    def create_cq(self, cqe: int = 1024) -> CompletionQueue:
+        return CompletionQueue(self, cqe)
+
+    def create_qp(self, send_cq: CompletionQueue, recv_cq: CompletionQueue | None = None, cap: QpCap | None = None,
+                  protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
+        cap = cap or QpCap()
+        if protocol_version not in (0, MRC_PROTOCOL_VERSION_1):
+            raise UsageError(f"create_qp: protocol_version {protocol_version:#x} is not supported (MRC_PROTOCOL_VERSION_1 only)")
+        if not 1 <= cap.max_send_wr <= self.T.wr.shape[1]:
+            raise UsageError(f"create_qp: max_send_wr {cap.max_send_wr} outside [1, {self.T.wr.shape[1]}]")
+        if not 1 <= cap.max_recv_wr <= self.T.rq.shape[1]:
+            raise UsageError(f"create_qp: max_recv_wr {cap.max_recv_wr} outside [1, {self.T.rq.shape[1]}]")
+        try:
+            index = self._qps.index(None)
+        except ValueError:
+            raise UsageError(f"create_qp: all {len(self._qps)} QPs are in use") from None
+        self.T.qp[index] = np.zeros(1, dtype=D.QP)[0]
+        q = self.T.qp[index]
+        qpn = self._next_qpn
+        self._next_qpn += 1
+        q["qpn"] = qpn
+        for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
+            q[f] = index
+        q["rng"] = seed_state(self.seed, qpn)
+        q["state"] = D.QPS_RESET
+        qp = QueuePair(self, index, send_cq, recv_cq or send_cq, cap)
+        self._qps[index] = qp
+        self._by_qpn[qpn] = qp
+        return qp
+
+    def destroy_qp(self, qp: QueuePair) -> None:
+        if qp.state not in ("RESET", "ERROR"):
+            raise UsageError(f"destroy_qp: QP {qp.qp_num} is in {qp.state}; move it to RESET or ERROR first")
+        self._qps[qp.index] = None
+        self._by_qpn.pop(qp.qp_num, None)
+
+    def get_async_event(self) -> AsyncEvent | None:
+        return self._async.popleft() if self._async else None
+
+    # -- QP state machine ---------------------------------------------------------------
+    def _modify_qp(self, qp: QueuePair, state: str, attrs: dict) -> None:
+        T = self.T
+        names = list(D.QP_STATE_NAMES)
+        if state not in names:
+            raise UsageError(f"modify_qp: unknown state {state!r} (one of {names})")
+        cur = int(T.qp[qp.index]["state"])
+        tgt = names.index(state)
+        if not core_qp.QP_FSM[cur, tgt]:
+            raise UsageError(f"modify_qp: QP {qp.qp_num} cannot go from {names[cur]} to {state}")
+        allowed = {
+            "INIT": {"ev_profile_id", "cc_profile_id", "qp_hint"},
+            "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
+                    "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen"},
+            "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
+                    "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
+            "RESET": set(), "ERROR": set(),
+        }[state]
+        attrs = dict(attrs)
+        now = int(attrs.pop("now", 0))
+        unknown = set(attrs) - allowed
+        if unknown:
+            raise UsageError(f"modify_qp to {state}: attribute(s) {sorted(unknown)} not allowed (allowed: {sorted(allowed)})")
+        if state == "RESET":
+            T.qp[qp.index]["state"] = D.QPS_RESET
+            return
+        if state == "ERROR":
+            core_qp.enter_error(T, qp.index, D.WC_WR_FLUSH_ERR, now)
+            self._drain()
+            return
+        if state == "INIT":
+            missing = {"ev_profile_id", "cc_profile_id"} - set(attrs)
+            if missing and cur == D.QPS_RESET:
+                raise UsageError(f"modify_qp to INIT: missing {sorted(missing)} (mrc.h requires EV and CC profiles)")
+            self.ctl._bind_qp(qp, attrs["ev_profile_id"], attrs["cc_profile_id"])
+            qp.ev_profile_id, qp.cc_profile_id = attrs["ev_profile_id"], attrs["cc_profile_id"]
+            T.qp[qp.index]["state"] = D.QPS_INIT
+            return
+        qp.attrs.update(attrs)
+        if state == "RTR":
+            for key in ("dest_qp_num", "remote_address", "rq_psn"):
+                if key not in attrs:
+                    raise UsageError(f"modify_qp to RTR: missing {key}")
+            if not 0 <= attrs["rq_psn"] < 1 << 24:
+                raise UsageError(f"modify_qp to RTR: rq_psn {attrs['rq_psn']} is not a 24-bit PSN")
+            if attrs.get("dynamic_mpr_dest"):
+                raise UsageError("modify_qp to RTR: dynamic_mpr_dest is not supported by this device (DeviceAttr.dynamic_mpr = 0)")
+            qp.peer = _Peer(dest_qpn=int(attrs["dest_qp_num"]), address=attrs["remote_address"])
+            T.qp[qp.index]["dest_qpn"] = qp.peer.dest_qpn
+            self._configure(qp)
+            setup.start_responder(T, qp.index, attrs["rq_psn"], now)
+            T.qp[qp.index]["rcv_cwnd_pen"] = int(attrs.get("rcv_cwnd_pen", 0))
+            T.qp[qp.index]["state"] = D.QPS_RTR
+            return
+        if state == "RTS":
+            if cur == D.QPS_RTR:
+                if "sq_psn" not in attrs:
+                    raise UsageError("modify_qp to RTS: missing sq_psn")
+                if not 0 <= attrs["sq_psn"] < 1 << 24:
+                    raise UsageError(f"modify_qp to RTS: sq_psn {attrs['sq_psn']} is not a 24-bit PSN")
+                self._configure(qp)
+                setup.start_requester(T, qp.index, attrs["sq_psn"], now)
+            else:
+                if "sq_psn" in attrs:
+                    raise UsageError("modify_qp RTS -> RTS: sq_psn cannot change")
+                self._configure(qp)
+            T.qp[qp.index]["state"] = D.QPS_RTS
+
+    def _configure(self, qp: QueuePair) -> None:
+        cfg = {k: v for k, v in qp.attrs.items() if k in setup.QP_DEFAULTS}
+        prof = self.ctl._ev_profile(qp.ev_profile_id)
+        n_ev = int(self.T.qp[qp.index]["n_ev"])
+        cc = self.T.cc[self.ctl._cc_row(qp.cc_profile_id)]
+        cfg.setdefault("mtu", self.mtu)
+        cfg.setdefault("ev_active_target", min(max(self.ports, n_ev // 2), n_ev))
+        cfg.setdefault("ev_min_active", min(prof.min_active, n_ev))
+        cfg.setdefault("ev_event_mask", prof.event_mask_bits)
+        setup.configure_qp(self.T, qp.index, n_ev, int(cc["base_rtt"]), **cfg)
+
+    # -- sans-IO: packets and timers ----------------------------------------------------
+    def receive(self, pkt, payload: bytes = b"", now: int = 0, src: object = None) -> None:
+        """Feed one received packet. `pkt` is a PKT record; `payload` its payload bytes."""
+        qpn = int(pkt["dqpn"])
+        if qpn == ENDPOINT_QPN:
+            self.ctl._on_endpoint_packet(pkt, now, src)
+            return
+        qp = self._by_qpn.get(qpn)
+        if qp is None:
+            self.ctl.counters["unknown_qpn"] += 1
+            return
+        if len(payload) != int(pkt["payload_len"]) and int(pkt["trim"]) == 0:
+            self.ctl.counters["bad_length"] += 1
+            return
+        dispatch.on_packet(self.T, qp.index, pkt, now)
+        place = self.T.place
+        if place[0] >= 0:
+            mr = self._mrs[int(place[0])]
+            off, n = int(place[1]), int(place[2])
+            mr.array[off:off + n] = np.frombuffer(payload, dtype=np.uint8, count=n)
+        self._drain()
+
+    def packets_to_send(self, now: int, port_mask: int | None = None, limit: int = 1 << 30) -> list[OutPacket]:
+        """Everything the device wants to send now (control first, then data), on ports in `port_mask`."""
+        mask = ((1 << self.ports) - 1) if port_mask is None else port_mask
+        out: list[OutPacket] = self.ctl._endpoint_packets(now, mask)
+        for qp in list(self._by_qpn.values()):
+            while len(out) < limit:
+                kind = dispatch.next_packet(self.T, qp.index, now, mask, self._out, 0)
+                if kind == dispatch.K_NONE:
+                    break
+                pkt = self._out[0].copy()
+                payload = b""
+                if kind in (dispatch.K_DATA, dispatch.K_RTX):
+                    payload = self._payload_of(qp)
+                out.append(OutPacket(pkt, payload, qp.peer.address, int(pkt["port"]) + 1, qp.qp_num))
+        self._drain()
+        return out
+
+    def _payload_of(self, qp: QueuePair) -> bytes:
+        T = self.T
+        ring, offset, length = (int(x) for x in T.txsrc)
+        w = T.wr[T.qp[qp.index]["wr_row"], ring % T.wr.shape[1]]
+        mr = self._mr_by_lkey(int(w["lkey"]))
+        start = int(w["laddr"]) - mr.addr + offset
+        return mr.array[start:start + length].tobytes()
+
+    def next_deadline(self) -> int | None:
+        """Earliest timer of any QP or controller operation (ps), or None."""
+        t = min((dispatch.next_deadline(self.T, qp.index) for qp in self._by_qpn.values()), default=D.NO_DEADLINE)
+        t = min(t, self.ctl._next_deadline())
+        return None if t >= D.NO_DEADLINE else int(t)
+
+    def handle_timer(self, now: int) -> None:
+        for qp in list(self._by_qpn.values()):
+            if dispatch.next_deadline(self.T, qp.index) <= now:
+                dispatch.on_timer(self.T, qp.index, now)
+        self.ctl._on_timer(now)
+        self._drain()
+
+    def set_port_state(self, port: int, up: bool, now: int = 0) -> None:
+        """A local NIC port (1-based) went down or came back: the plane leaves or rejoins at once,
+        and the controller tells every peer with a port status update."""
+        if not 1 <= port <= self.ports:
+            raise UsageError(f"set_port_state: port {port} outside [1, {self.ports}]")
+        self.ctl._set_local_port(port, up, now)
+
+    # -- events -------------------------------------------------------------------------
+    def _drain(self) -> None:
+        for e in tables.drain_events(self.T):
+            qp = self._qps[int(e["qp"])]
+            kind = int(e["kind"])
+            if kind == D.E_SEND_DONE and qp is not None:
+                qp.send_cq._push(WorkCompletion(int(e["wr_id"]), D.WC_STATUS_NAMES.get(int(e["status"]), str(int(e["status"]))),
+                                                WcOpcode.RDMA_WRITE, int(e["byte_len"]), qp.qp_num))
+            elif kind == D.E_RECV_IMM and qp is not None:
+                status = D.WC_STATUS_NAMES.get(int(e["status"]), str(int(e["status"])))
+                qp.recv_cq._push(WorkCompletion(int(e["wr_id"]), status, WcOpcode.RECV_RDMA_WITH_IMM, int(e["byte_len"]),
+                                                qp.qp_num, int(e["imm"]) if status == "SUCCESS" else None))
+            elif kind == D.E_QP_ERROR and qp is not None:
+                self._async.append(AsyncEvent("QP_FATAL", qp_num=qp.qp_num, detail=f"cause {int(e['status'])}"))
+            elif kind == D.E_ACCESS_VIOLATION and qp is not None:
+                self._async.append(AsyncEvent("QP_ACCESS_ERR", qp_num=qp.qp_num,
+                                              detail=f"write to va {int(e['wr_id']):#x} +{int(e['byte_len'])} rkey {int(e['imm']):#x} refused"))
+            elif kind == D.E_EV_STATE and qp is not None:
+                self.ctl._on_ev_event(qp, e)
+        if self.T.evt_n[1]:
+            self.ctl.counters["events_dropped"] += int(self.T.evt_n[1])
+            self.T.evt_n[1] = 0

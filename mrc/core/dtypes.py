@@ -1,0 +1,386 @@
+"""Every state table of the protocol core, and every named constant.
+
+The core keeps its state in numpy structured arrays (``align=True``), one row
+per object, so the same functions serve one QP (library) or a million
+(emulator). Layout, in the spec's words:
+
+========  ==================================================================
+table     one row per
+========  ==================================================================
+``QP``    queue pair: requester half (sends writes, receives SACK/NACK) and
+          responder half (receives writes, sends SACK/NACK); config, timers,
+          NSCC state, counters
+``EV``    entropy value of a QP (2-D: ``ev[qp.ev_row, k]``): value, plane,
+          state GOOD / SKIP / ASSUMED_BAD / DENIED, active or backup, probes
+``TX``    outstanding PSN of a requester (2-D: ``tx[qp.tx_row, psn & mask]``)
+``RX``    PSN slot of a responder's tracking window (2-D, same indexing)
+``WR``    send work request (2-D ring: ``wr[qp.wr_row, k]``)
+``RQ``    posted receive for Write-with-Immediate (2-D ring)
+``MR``    registered memory region (1-D; ``rkey`` looked up by the responder)
+``CC``    congestion-control profile (NSCC parameters; 1-D)
+``EVT``   event the core reports (completions, EV state changes, errors)
+========  ==================================================================
+
+Time is integer picoseconds; sizes are bytes; PSNs are 24-bit (kept in
+uint32). `tables.py` allocates them; nothing else creates them.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# --------------------------------------------------------------------------
+# QP states (IB verbs state machine as used by mrc.h; see qp.py for the table)
+QPS_RESET = 0
+QPS_INIT = 1
+QPS_RTR = 2
+QPS_RTS = 3
+QPS_ERROR = 4
+QP_STATE_NAMES = ("RESET", "INIT", "RTR", "RTS", "ERROR")
+
+# EV states (mrc_ctl.h names; SKIP is the transient "skip once" state of the
+# per-EV state machine, mrc-public-notes 3.4). UNUSED marks an empty slot.
+EV_GOOD = 0
+EV_SKIP = 1
+EV_ASSUMED_BAD = 2
+EV_DENIED = 3
+EV_UNUSED = 4
+EV_STATE_NAMES = ("GOOD", "SKIP", "ASSUMED_BAD", "DENIED", "UNUSED")
+
+# Inputs of the per-EV state machine (evset.EV_FSM is indexed [state, input]).
+EVI_ECN_SACK = 0  # SACK with M = SKIP_ONCE reflecting this EV
+EVI_TRIM_NACK = 1  # NACK TRIMMED on this EV
+EVI_ALWAYS_SKIP = 2  # SACK with M = ALWAYS_SKIP reflecting this EV
+EVI_LOSS = 3  # a packet on this EV was lost with no SACK and no trim
+EVI_PROBE_OK = 4  # probe answered, M = NONE (enough successes)
+EVI_PROBE_ECN = 5  # probe answered, M = SKIP_ONCE
+EVI_ROTATION = 6  # the rotation passed a SKIP EV (skip consumed)
+EVI_CTL_DENY = 7  # controller: DENIED
+EVI_CTL_GOOD = 8  # controller: GOOD
+EVI_CTL_BAD = 9  # controller: ASSUMED_BAD
+N_EV_INPUTS = 10
+
+# Per-PSN state of the requester's TX window.
+TX_FREE = 0
+TX_INFLIGHT = 1  # sent, not acknowledged
+TX_SACKED = 2  # selectively acknowledged (above cack_psn)
+TX_LOST = 3  # declared lost (trim NACK, loss detection, RTO); waits for retransmission
+
+# RX slot flags (responder tracking window).
+RX_RECEIVED = 1
+RX_LAST = 2  # last packet of a message (LAST / ONLY opcodes)
+RX_IMM = 4  # carries immediate data (LAST_IMM / ONLY_IMM)
+
+# Work-request opcodes and status (ibv_wc_status names).
+WR_WRITE = 0
+WR_WRITE_IMM = 1
+WC_SUCCESS = 0
+WC_REM_ACCESS_ERR = 10
+WC_RETRY_EXC_ERR = 12
+WC_WR_FLUSH_ERR = 5
+WC_REM_OP_ERR = 11
+WC_STATUS_NAMES = {0: "SUCCESS", 5: "WR_FLUSH_ERR", 10: "REM_ACCESS_ERR", 11: "REM_OP_ERR", 12: "RETRY_EXC_ERR"}
+
+# Event kinds (rows of the EVT table).
+E_SEND_DONE = 1  # send WR completed (status, wr_id, byte_len)
+E_RECV_IMM = 2  # Write-with-Immediate delivered (wr_id of the receive, imm, byte_len)
+E_EV_STATE = 3  # EV changed state (ev, ev_state, drop_count = losses on it)
+E_QP_ERROR = 4  # QP entered ERROR (status = cause)
+E_ACCESS_VIOLATION = 5  # responder refused a write outside the registered region
+E_PORT_STATUS = 6  # peer port status update applied (value = mask)
+
+# Reasons a QP went to ERROR (EVT.status of E_QP_ERROR).
+ERR_RETRY_EXCEEDED = WC_RETRY_EXC_ERR
+ERR_REMOTE_ACCESS = WC_REM_ACCESS_ERR
+ERR_WIMM_OVERFLOW = 20  # more Write-with-Immediate stashed than max_wimm_dest
+ERR_NO_RECV = 21  # Write-with-Immediate arrived with no posted receive (RNR unsupported)
+ERR_REMOTE_FATAL = 22  # NACK UNEXP_EVENT from the peer
+
+# Congestion control algorithms (CC profile `algorithm`).
+CC_NONE = 0  # fixed window (max_cwnd)
+CC_NSCC = 1  # "uet-1.0-nscc"
+CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
+
+# Kinds of probe (kept per outstanding probe id).
+PROBE_RELIABILITY = 1  # elicit a SACK when SACKs may be lost
+PROBE_EV = 2  # test an ASSUMED_BAD EV
+PROBE_REVERSE = 3  # refresh the reverse (control) EV of a plane
+
+PSN_MASK = 0xFFFFFF
+NO_DEADLINE = np.iinfo(np.int64).max
+MAX_PLANES = 8
+
+QP = np.dtype(
+    [
+        # identity and state
+        ("state", np.uint8),
+        ("qpn", np.uint32),
+        ("dest_qpn", np.uint32),
+        ("ev_row", np.int32),  # row of the EV table, -1 if none
+        ("tx_row", np.int32),  # row of the TX table (requester), -1 if none
+        ("rx_row", np.int32),  # row of the RX table (responder), -1 if none
+        ("wr_row", np.int32),
+        ("rq_row", np.int32),
+        ("cc_profile", np.int32),
+        ("rng", np.int64),
+        # --- configuration (set by modify_qp; see qp.py for defaults) ---
+        ("mtu", np.uint32),  # payload bytes per packet (path MTU)
+        ("mpr", np.uint16),  # requester MPR, units of 128 PSNs
+        ("mpr_dest", np.uint16),  # responder MPR, units of 128 PSNs
+        ("timeout", np.uint8),  # local ACK timeout exponent: 1.024 us * 2^timeout
+        ("retry_linear", np.uint8),  # fixed-interval retries (max 7)
+        ("retry_exp", np.uint8),  # exponential-backoff retries (max 25, 25 = infinite)
+        ("max_wimm", np.uint16),
+        ("max_wimm_dest", np.uint16),
+        ("ev_active_target", np.uint16),  # active EVs wanted in total (spread over planes)
+        ("ev_min_active", np.uint16),
+        ("n_planes", np.uint8),
+        ("ack_every_pkts", np.uint16),  # SACK coalescing: at most this many data packets per SACK
+        ("ack_every_bytes", np.uint32),  # ... or this many payload bytes
+        ("ack_delay_ps", np.int64),  # ... or this long after the first unacknowledged packet
+        ("always_skip_marks", np.uint16),  # consecutive CE marks on one EV before ALWAYS_SKIP (0: never)
+        ("reorder_window_ps", np.int64),  # loss detection: a packet is lost when one sent this much later is acked
+        ("ev_probe_interval_ps", np.int64),
+        ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
+        ("rev_probe_interval_ps", np.int64),
+        ("ts_unit_ps", np.int64),  # TSETH timestamp unit
+        ("dscp_data", np.uint8),
+        ("dscp_rtx", np.uint8),
+        ("dscp_ctrl", np.uint8),
+        ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
+        # --- requester: PSNs and send queue ---
+        ("sq_psn", np.uint32),  # next new PSN
+        ("una_psn", np.uint32),  # oldest PSN not cumulatively acknowledged
+        ("start_psn", np.uint32),
+        ("peer_mpr", np.uint16),  # responder's advertised MPR (from SACKs)
+        ("msn", np.uint16),  # next message sequence number
+        ("rqmsn", np.uint16),  # Write-with-Immediate messages sent so far
+        ("wr_head", np.uint32),  # oldest incomplete WR (ring index, monotonic)
+        ("wr_next", np.uint32),  # next WR to segment
+        ("wr_tail", np.uint32),  # next free WR slot
+        ("seg_offset", np.uint32),  # bytes of wr_next already segmented
+        ("wimm_inflight", np.uint16),
+        ("inflight", np.int64),  # payload+header bytes in flight
+        ("n_lost", np.int32),  # PSNs in TX_LOST waiting for retransmission
+        ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
+        ("rack_send_time", np.int64),  # latest send time of a packet known delivered
+        # --- requester: EV selection ---
+        ("n_ev", np.uint16),
+        ("plane_cursor", np.uint8),
+        ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
+        ("rot_pos", np.uint16, (MAX_PLANES,)),  # rotation over each plane's slots: an affine permutation
+        ("rot_a", np.uint16, (MAX_PLANES,)),  # ... slot = start + (rot_a * rot_pos + rot_b) % size,
+        ("rot_b", np.uint16, (MAX_PLANES,)),  # ... re-drawn from the QP's generator every cycle
+        ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
+        ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
+        ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
+        ("ev_probe_deadline", np.int64),  # earliest future EV-probe time
+        ("ev_probe_due", np.uint8),  # some ASSUMED_BAD EV's probe is due now
+        ("probe_id", np.uint16),
+        # --- requester: timers ---
+        ("rto_deadline", np.int64),
+        ("loss_deadline", np.int64),
+        ("retries", np.uint16),  # RTO expiries since the last progress
+        ("rel_probe_pending", np.uint8),  # 0 none, 1 due, 2 sent and awaiting its SACK
+        ("rel_probe_deadline", np.int64),
+        ("rel_probe_time", np.int64),  # send time of the outstanding reliability probe
+        ("rel_probe_slot", np.int16),  # its EV slot
+        # --- requester: NSCC ---
+        ("cwnd", np.float64),
+        ("base_rtt", np.int64),
+        ("avg_delay", np.float64),
+        ("inc_acc", np.float64),
+        ("acked_since_adjust", np.int64),
+        ("last_adjust", np.int64),
+        ("last_md", np.int64),
+        ("qa_deadline", np.int64),
+        ("qa_achieved", np.int64),
+        ("qa_congested", np.uint8),
+        ("qa_ignore_psn", np.uint32),
+        ("qa_ignore", np.uint8),
+        ("last_rtt", np.int64),
+        ("srtt", np.int64),
+        # --- responder ---
+        ("cack_psn", np.uint32),  # every PSN up to and including this one received
+        ("rx_msn", np.uint16),  # messages completed
+        ("rx_rqmsn", np.uint16),
+        ("rx_msg_bytes", np.int64),  # bytes of the message being completed in order
+        ("ooo_count", np.uint32),  # PSNs received beyond cack_psn (current window)
+        ("rcvd_bytes", np.int64),
+        ("rcv_cwnd_pen", np.uint8),
+        ("wimm_stashed", np.uint16),
+        ("rq_head", np.uint32),
+        ("rq_tail", np.uint32),
+        ("ack_pending", np.uint8),  # a SACK is owed
+        ("ack_pkts", np.uint16),
+        ("ack_bytes", np.uint32),
+        ("ack_deadline", np.int64),
+        ("ack_trigger_psn", np.uint32),
+        ("ack_trigger_ev", np.uint32),
+        ("ack_trigger_ts", np.uint16),
+        ("ack_trigger_port", np.uint8),
+        ("ack_m", np.uint8),
+        ("ack_pr", np.uint8),
+        ("nack_n", np.uint8),  # queued NACKs (nack_* arrays below)
+        ("nack_reason", np.uint8, (8,)),
+        ("nack_psn", np.uint32, (8,)),
+        ("nack_ev", np.uint32, (8,)),
+        ("nack_ts", np.uint16, (8,)),
+        ("nack_port", np.uint8, (8,)),
+        ("nack_m", np.uint8, (8,)),
+        ("aeth_pending", np.uint8),  # a NAK (remote access error) is owed
+        ("aeth_syndrome", np.uint8),
+        ("aeth_psn", np.uint32),
+        ("mark_ev", np.uint32, (16,)),  # ALWAYS_SKIP tracker: EV -> consecutive CE marks (direct-mapped)
+        ("mark_cnt", np.uint16, (16,)),
+        ("rev_ev", np.int16, (MAX_PLANES,)),  # reverse (control) EV slot per plane
+        ("rev_probe_deadline", np.int64),  # next reverse-EV probe
+        ("rev_probe_slot", np.int16),  # EV slot of the outstanding reverse-EV probe, -1 if none
+        ("rev_probe_timeout", np.int64),
+        ("rev_plane_cursor", np.uint8),
+        ("rev_probe_due", np.uint8),
+        ("rx_active_until", np.int64),  # inbound data seen recently (reverse-EV refresh runs)
+        ("tx_active_until", np.int64),
+        # --- counters ---
+        ("tx_pkts", np.int64),
+        ("tx_bytes", np.int64),
+        ("rtx_pkts", np.int64),
+        ("rtx_spurious", np.int64),
+        ("rtx_timeouts", np.int64),
+        ("sacks_rx", np.int64),
+        ("nacks_rx", np.int64),
+        ("trims_rx", np.int64),  # trim NACKs received (requester)
+        ("ecn_sacks_rx", np.int64),
+        ("losses", np.int64),  # packets declared lost without trim
+        ("probes_tx", np.int64),
+        ("rx_pkts", np.int64),
+        ("rx_bytes", np.int64),
+        ("rx_dup", np.int64),
+        ("rx_trimmed", np.int64),
+        ("rx_oor", np.int64),
+        ("rx_dropped", np.int64),  # not accepted in the current QP state
+        ("sacks_tx", np.int64),
+        ("nacks_tx", np.int64),
+        ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
+    ],
+    align=True,
+)
+
+EV = np.dtype(
+    [
+        ("ev", np.uint32),  # 32-bit EV value (STEV container / compact SRv6 index)
+        ("plane", np.uint8),  # NIC port (0-based) this EV leaves on
+        ("state", np.uint8),
+        ("active", np.uint8),  # 1: in the active set, 0: backup
+        ("order", np.uint16),  # position in its plane's rotation (shuffled)
+        ("probe_ok", np.uint8),  # consecutive successful probes while ASSUMED_BAD
+        ("probe_outstanding", np.uint8),
+        ("probe_deadline", np.int64),
+        ("bad_since", np.int64),
+        ("tx_pkts", np.int64),
+        ("losses", np.uint32),  # losses attributed to this EV (EV event drop_count)
+        ("ecn_marks", np.uint32),
+        ("trims", np.uint32),
+        ("last_rtt", np.int64),
+    ],
+    align=True,
+)
+
+TX = np.dtype(
+    [
+        ("state", np.uint8),
+        ("opcode", np.uint8),
+        ("rtx", np.uint8),  # times retransmitted
+        ("trimmed", np.uint8),  # last loss was signalled by a trim NACK
+        ("ev_slot", np.int16),
+        ("wr", np.uint32),  # ring index of the work request
+        ("offset", np.uint32),  # byte offset in the message
+        ("length", np.uint32),  # payload bytes
+        ("msn", np.uint16),
+        ("rqmsn", np.uint16),
+        ("send_time", np.int64),  # last transmission
+        ("first_send_time", np.int64),
+    ],
+    align=True,
+)
+
+RX = np.dtype([("flags", np.uint8), ("imm", np.uint32), ("length", np.uint32)], align=True)
+
+WR = np.dtype(
+    [
+        ("wr_id", np.uint64),
+        ("opcode", np.uint8),
+        ("status", np.uint8),
+        ("signaled", np.uint8),
+        ("lkey", np.uint32),
+        ("laddr", np.uint64),
+        ("remote_va", np.uint64),
+        ("rkey", np.uint32),
+        ("length", np.uint32),
+        ("imm", np.uint32),
+        ("msn", np.uint16),
+        ("first_psn", np.uint32),
+        ("last_psn", np.uint32),
+        ("npkts", np.uint32),
+        ("segmented", np.uint8),
+        ("post_time", np.int64),
+    ],
+    align=True,
+)
+
+RQ = np.dtype([("wr_id", np.uint64)], align=True)
+
+MR = np.dtype(
+    [
+        ("valid", np.uint8),
+        ("access", np.uint8),  # bit 0: remote write allowed
+        ("lkey", np.uint32),
+        ("rkey", np.uint32),
+        ("va", np.uint64),
+        ("length", np.uint64),
+    ],
+    align=True,
+)
+
+CC = np.dtype(
+    [
+        # mrc_ctl_cc_nscc_cfg, converted to picoseconds / bytes
+        ("algorithm", np.uint8),
+        ("disable_qa", np.uint8),
+        ("adjust_bytes_threshold", np.int64),
+        ("adjust_period_threshold", np.int64),  # ps
+        ("base_rtt", np.int64),  # ps
+        ("eta", np.float64),  # bytes added per adjustment while increasing
+        ("fi", np.float64),  # fair-increase gain (bytes)
+        ("fi_scale", np.float64),  # fast-increase factor (cwnd += acked * fi_scale)
+        ("gamma", np.float64),
+        ("max_md_jump", np.float64),  # largest fraction of cwnd one decrease may remove
+        ("max_cwnd", np.int64),
+        ("min_cwnd", np.int64),
+        ("init_cwnd", np.int64),
+        ("qa_gate", np.uint8),
+        ("qa_threshold", np.int64),  # ps
+        ("target_delay", np.int64),  # ps
+        ("pi_gain", np.float64),  # proportional-increase gain alpha, bytes per ps of headroom per acked byte
+        ("fast_increase_delay", np.int64),  # ps: below this queuing delay, fast increase
+        ("delay_ewma", np.float64),
+    ],
+    align=True,
+)
+
+EVT = np.dtype(
+    [
+        ("kind", np.uint8),
+        ("status", np.uint8),
+        ("qp", np.int32),
+        ("time", np.int64),
+        ("wr_id", np.uint64),
+        ("byte_len", np.uint64),
+        ("imm", np.uint32),
+        ("ev", np.uint32),
+        ("ev_state", np.uint8),
+        ("plane", np.uint8),
+        ("drop_count", np.uint32),
+        ("value", np.int64),
+    ],
+    align=True,
+)

@@ -1,0 +1,334 @@
+"""The EV set of a QP: per-EV health, the active/backup split, and EV selection.
+
+Rules and sources (docs/protocol.md has the full table):
+
+- Per-EV states GOOD / SKIP / ASSUMED_BAD / DENIED and their transitions are
+  the per-EV state machine of mrc-public-notes 3.4 (MANI; EMU "spec Figure
+  5"). They are one table, `EV_FSM[state, input]`, in the style of h11.
+- SKIP lasts until the rotation next reaches the EV ("skip once", MANI).
+- The active set is spread evenly over the planes; a retired EV is replaced
+  by a backup of the same plane (MANI 3.2), and the per-plane active counts
+  are kept within one of each other (`rebalance`).
+- ``ev_min_active``: a retirement that would leave fewer usable EVs than this
+  is refused (the EV is only skipped once) and counted in ``ev_floor_hits``
+  (mrc_ctl.h: "Min number of EVs that must remain active to avoid ... marking
+  too many EVs as ASSUMED_BAD"; what happens at the floor is not public: our
+  choice).
+- Selection: the NIC asks for a packet on one of the ports that have room
+  (``port_mask``, like GetSendParams in MANI 3.3); planes are taken round
+  robin among the usable ones; within a plane the EVs are visited in a
+  pseudo-random order (an affine permutation re-drawn from the QP's seeded
+  generator each cycle), so every active EV carries one packet per cycle and
+  QPs sharing a profile do not synchronise (MANI: "pseudo-random EV
+  selection").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numpy import int64 as i64
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core.events import emit
+from mrc.core.rng import below
+
+_G, _S, _B, _X, _U = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED, D.EV_UNUSED
+
+# EV_FSM[state, input] -> next state. Inputs are the EVI_* constants, in order:
+#           ECN_SACK TRIM  ALWAYS_SKIP LOSS PROBE_OK PROBE_ECN ROTATION CTL_DENY CTL_GOOD CTL_BAD
+EV_FSM = np.array(
+    [
+        [_S, _S, _B, _B, _G, _S, _G, _X, _G, _B],  # GOOD
+        [_S, _S, _B, _B, _S, _S, _G, _X, _G, _B],  # SKIP
+        [_B, _B, _B, _B, _G, _S, _B, _X, _G, _B],  # ASSUMED_BAD
+        [_X, _X, _X, _X, _X, _X, _X, _X, _G, _X],  # DENIED: only the controller brings it back
+        [_U, _U, _U, _U, _U, _U, _U, _U, _U, _U],  # UNUSED slot
+    ],
+    dtype=np.uint8,
+)
+
+EVENT_BAD = 1
+EVENT_GOOD = 2
+
+
+@njit(inline="always")
+def is_usable(state):
+    """GOOD or SKIP: may carry traffic (SKIP only after its skip is consumed)."""
+    return state == D.EV_GOOD or state == D.EV_SKIP
+
+
+@njit
+def usable_count(T, i):
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    n = 0
+    for k in range(i64(q["n_ev"])):
+        if is_usable(row[k]["state"]):
+            n += 1
+    return n
+
+
+@njit
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
+
+
+@njit
+def _new_cycle(T, i, p, size):
+    q = T.qp[i]
+    a = 1
+    if size > 2:
+        a = 1 + below(T.qp, i, size - 1)
+        while _gcd(a, size) != 1:
+            a = 1 + below(T.qp, i, size - 1)
+    q["rot_a"][p] = a
+    q["rot_b"][p] = below(T.qp, i, size) if size > 1 else 0
+    q["rot_pos"][p] = 0
+
+
+@njit
+def setup_planes(T, i):
+    """Index the EV slots by plane (slots must be sorted by plane) and start each rotation."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    n_planes = i64(q["n_planes"])
+    k = 0
+    for p in range(n_planes):
+        q["plane_start"][p] = k
+        while k < q["n_ev"] and row[k]["plane"] == p:
+            k += 1
+    for p in range(n_planes, D.MAX_PLANES + 1):
+        q["plane_start"][p] = k
+    for p in range(n_planes):
+        size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
+        if size > 0:
+            _new_cycle(T, i, p, size)
+    rebalance(T, i)
+
+
+@njit
+def pick_in_plane(T, i, p, now):
+    """Next active, usable EV slot of plane `p` in rotation order, or -1."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    start = i64(q["plane_start"][p])
+    size = i64(q["plane_start"][p + 1]) - start
+    if size <= 0:
+        return -1
+    for _ in range(2 * size + 1):
+        if q["rot_pos"][p] >= size:
+            _new_cycle(T, i, p, size)
+        k = start + (i64(q["rot_a"][p]) * i64(q["rot_pos"][p]) + i64(q["rot_b"][p])) % size
+        q["rot_pos"][p] += 1
+        e = row[k]
+        if e["active"] == 0:
+            continue
+        if e["state"] == D.EV_GOOD:
+            return k
+        if e["state"] == D.EV_SKIP:
+            ev_input(T, i, k, D.EVI_ROTATION, now)
+    return -1
+
+
+@njit
+def plane_mask(T, i):
+    """Planes this QP may send on now: local port up and the peer's port up."""
+    q = T.qp[i]
+    return q["local_ports"] & q["remote_ports"] & ((1 << q["n_planes"]) - 1)
+
+
+@njit
+def select_ev(T, i, port_mask, now):
+    """The EV slot for the next data packet, on a plane in `port_mask`, or -1."""
+    q = T.qp[i]
+    planes = plane_mask(T, i) & port_mask
+    n_planes = i64(q["n_planes"])
+    if planes == 0:
+        return -1
+    for step in range(n_planes):
+        p = (i64(q["plane_cursor"]) + step) % n_planes
+        if (planes >> p) & 1 == 0:
+            continue
+        k = pick_in_plane(T, i, p, now)
+        if k >= 0:
+            q["plane_cursor"] = (p + 1) % n_planes
+            return k
+    return -1
+
+
+@njit
+def find_slot(T, i, ev_value):
+    """Slot holding EV `ev_value` in this QP's set, or -1."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for k in range(i64(q["n_ev"])):
+        if row[k]["ev"] == ev_value and row[k]["state"] != D.EV_UNUSED:
+            return k
+    return -1
+
+
+@njit
+def _report(T, i, k, state, now):
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], k]
+    bit = EVENT_BAD if state == D.EV_ASSUMED_BAD else EVENT_GOOD
+    if q["ev_event_mask"] & bit:
+        emit(T, D.E_EV_STATE, i, now, 0, 0, 0, 0, e["ev"], state, e["plane"], e["losses"], k)
+
+
+@njit
+def ev_input(T, i, k, inp, now):
+    """Apply input `inp` (EVI_*) to EV slot `k`; returns the new state."""
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], k]
+    old = e["state"]
+    new = EV_FSM[old, inp]
+    if new == old:
+        return old
+    if new == D.EV_ASSUMED_BAD and (inp == D.EVI_LOSS or inp == D.EVI_ALWAYS_SKIP) and is_usable(old):
+        if usable_count(T, i) - 1 < q["ev_min_active"]:
+            q["ev_floor_hits"] += 1
+            new = D.EV_SKIP
+            if new == old:
+                return old
+    e["state"] = new
+    if new == D.EV_ASSUMED_BAD:
+        e["bad_since"] = now
+        e["probe_ok"] = 0
+        e["probe_outstanding"] = 0
+        e["probe_deadline"] = now + q["ev_probe_interval_ps"]
+        if e["probe_deadline"] < q["ev_probe_deadline"]:
+            q["ev_probe_deadline"] = e["probe_deadline"]
+    if is_usable(old) != is_usable(new):
+        if not is_usable(new):
+            e["active"] = 0
+        rebalance(T, i)
+    if new == D.EV_ASSUMED_BAD:
+        _report(T, i, k, new, now)
+    elif new == D.EV_GOOD and (old == D.EV_ASSUMED_BAD or old == D.EV_DENIED):
+        _report(T, i, k, new, now)
+    return new
+
+
+@njit
+def rebalance(T, i):
+    """Keep each plane's active set at its share of ``ev_active_target``, within one of the others.
+
+    A plane that has too few usable EVs caps every plane at one more than it
+    has, so as long as all ports are up every plane carries the same traffic.
+    """
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    n_planes = i64(q["n_planes"])
+    target = i64(q["ev_active_target"])
+    cap = 1 << 30
+    for p in range(n_planes):
+        avail = 0
+        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
+            if is_usable(row[k]["state"]):
+                avail += 1
+        if avail < cap:
+            cap = avail
+    for p in range(n_planes):
+        share = target // n_planes + (1 if p < target % n_planes else 0)
+        want = min(share, cap + 1)
+        active = 0
+        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
+            if row[k]["active"] and is_usable(row[k]["state"]):
+                active += 1
+            elif row[k]["active"]:
+                row[k]["active"] = 0
+        start = i64(q["plane_start"][p])
+        size = i64(q["plane_start"][p + 1]) - start
+        if size == 0:
+            continue
+        off = below(T.qp, i, size)
+        for j in range(size):
+            if active == want:
+                break
+            k = start + (off + j) % size
+            if active < want and row[k]["active"] == 0 and is_usable(row[k]["state"]):
+                row[k]["active"] = 1
+                active += 1
+            elif active > want and row[k]["active"] == 1:
+                row[k]["active"] = 0
+                active -= 1
+
+
+@njit
+def active_per_plane(T, i, out):
+    """Write the number of active usable EVs of each plane into `out`."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for p in range(i64(q["n_planes"])):
+        c = 0
+        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
+            if row[k]["active"] and is_usable(row[k]["state"]):
+                c += 1
+        out[p] = c
+
+
+@njit
+def next_probe_slot(T, i, now, port_mask):
+    """An ASSUMED_BAD EV whose probe is due, on a plane in `port_mask`, or -1.
+
+    Marks it outstanding and schedules its next probe. Clears ``ev_probe_due``
+    when no probe is due any more on a plane that is up.
+    """
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    planes = plane_mask(T, i)
+    found = -1
+    still_due = False
+    for k in range(i64(q["n_ev"])):
+        e = row[k]
+        if e["state"] != D.EV_ASSUMED_BAD or (planes >> e["plane"]) & 1 == 0 or e["probe_deadline"] > now:
+            continue
+        if found < 0 and (port_mask >> e["plane"]) & 1:
+            if e["probe_outstanding"]:
+                e["probe_ok"] = 0  # the previous probe went unanswered
+            e["probe_outstanding"] = 1
+            e["probe_deadline"] = now + q["ev_probe_interval_ps"]
+            if e["probe_deadline"] < q["ev_probe_deadline"]:
+                q["ev_probe_deadline"] = e["probe_deadline"]
+            found = k
+        else:
+            still_due = True
+    if not still_due:
+        q["ev_probe_due"] = 0
+    return found
+
+
+@njit
+def next_probe_time(T, i, now):
+    """Earliest probe time after `now` among ASSUMED_BAD EVs on planes that are up."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    planes = plane_mask(T, i)
+    nxt = D.NO_DEADLINE
+    for k in range(i64(q["n_ev"])):
+        e = row[k]
+        if e["state"] == D.EV_ASSUMED_BAD and (planes >> e["plane"]) & 1 and now < e["probe_deadline"] < nxt:
+            nxt = e["probe_deadline"]
+    return nxt
+
+
+@njit
+def probe_answered(T, i, k, m, now):
+    """A probe response (SACK with pr = 1) reflected EV slot `k` with M field `m`."""
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], k]
+    if e["state"] == D.EV_ASSUMED_BAD:
+        e["probe_outstanding"] = 0
+        if m == 0:
+            e["probe_ok"] += 1
+            if e["probe_ok"] >= q["probe_successes"]:
+                ev_input(T, i, k, D.EVI_PROBE_OK, now)
+            else:
+                e["probe_deadline"] = now  # probe again at once
+                q["ev_probe_due"] = 1
+        else:
+            ev_input(T, i, k, D.EVI_PROBE_ECN, now)

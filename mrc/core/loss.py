@@ -1,0 +1,323 @@
+"""Requester feedback: SACK, NACK and transport-ACK processing, loss detection, RTO.
+
+Sources and choices (docs/protocol.md):
+
+- SACK = cumulative ``cack_psn`` (every PSN up to and including it was
+  received) + a 64-bit bitmap whose bit b is PSN ``cack_psn + sack_offset +
+  b`` (UET ACK_CC layout, mrc-public-notes 2.4). Only the holes are
+  retransmitted (MANI 3.6).
+- NACK TRIMMED: retransmit now and SKIP the EV; TRIMMED_LASTHOP: retransmit,
+  no EV penalty (MANI 3.5/3.6). NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE: the
+  responder lacked resources: retransmit, count it as congestion, no EV
+  penalty. PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
+  and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
+  semantics for the codes; the reactions are our reading.)
+- Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
+  unacknowledged packet is lost once a packet sent after it has been
+  acknowledged and it has been out for the last RTT plus
+  ``reorder_window_ps``. Its EV becomes ASSUMED_BAD (MANI: "it assumes
+  something on that path may have failed and immediately stops using it,
+  retransmitting any packets that may have been lost"): every packet still
+  in flight on that EV is retransmitted too. Loss detection by time rather
+  than by duplicate count is what UET's spraying-tolerant recovery does.
+- A retransmission acknowledged sooner than the base RTT after it was sent
+  cannot have been the copy that arrived: it is counted as spurious.
+- RTO (mrc.h): 1.024 us x 2^timeout without progress; ``retry_linear``
+  expiries at that interval, then ``retry_exp`` with doubling intervals
+  (25 = unlimited); beyond that the QP enters ERROR and every outstanding
+  work request completes with an error status.
+"""
+from __future__ import annotations
+
+from numpy import int64 as i64
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core import evset, nscc
+from mrc.core.events import emit
+from mrc.core.psn import psn_add, psn_diff
+from mrc.core.qp import enter_error
+from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
+from mrc.wire.constants import NackReason
+
+NR_TRIMMED = int(NackReason.TRIMMED)
+NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
+NR_NO_BITMAP = int(NackReason.NO_BITMAP)
+NR_NO_PKT_BUFFER = int(NackReason.NO_PKT_BUFFER)
+NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
+NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
+NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
+
+AETH_NAK_REMOTE_ACCESS = 0x62  # syndrome 011 (NAK) + code 2 (remote access error), IBTA
+
+
+@njit
+def _acked(T, i, ent, now):
+    """Account one PSN leaving flight because it was acknowledged; returns newly acked bytes."""
+    q = T.qp[i]
+    st = ent["state"]
+    if st == D.TX_INFLIGHT:
+        q["inflight"] -= ent["length"]
+        if ent["rtx"] > 0 and now - ent["send_time"] < q["base_rtt"]:
+            q["rtx_spurious"] += 1
+        elif ent["rtx"] == 0 and ent["send_time"] > q["rack_send_time"]:
+            q["rack_send_time"] = ent["send_time"]
+        return ent["length"]
+    if st == D.TX_LOST:
+        q["n_lost"] -= 1  # declared lost, then acknowledged before it could be resent
+        q["rtx_spurious"] += 1
+        return ent["length"]
+    return 0
+
+
+@njit
+def _complete_wrs(T, i, now):
+    """Send completions, in order, for every WR whose last PSN is now acknowledged."""
+    q = T.qp[i]
+    cap = T.wr.shape[1]
+    while q["wr_head"] != q["wr_next"]:
+        w = T.wr[q["wr_row"], q["wr_head"] % cap]
+        if w["segmented"] == 0 or psn_diff(q["una_psn"], w["last_psn"]) <= 0:
+            break
+        if w["opcode"] == D.WR_WRITE_IMM and q["wimm_inflight"] > 0:
+            q["wimm_inflight"] -= 1
+        if not emit(T, D.E_SEND_DONE, i, now, D.WC_SUCCESS, w["wr_id"], w["length"], 0, 0, 0, 0, 0, w["post_time"]):
+            break  # event table full: complete it on the next call instead of losing it
+        q["wr_head"] += 1
+
+
+@njit
+def mark_lost(T, i, psn, trimmed):
+    q = T.qp[i]
+    ent = tx_slot(T, q, psn)
+    if ent["state"] != D.TX_INFLIGHT:
+        return False
+    ent["state"] = D.TX_LOST
+    ent["trimmed"] = 1 if trimmed else 0
+    q["inflight"] -= ent["length"]
+    q["n_lost"] += 1
+    if q["n_lost"] == 1 or psn_diff(psn, q["lost_lo"]) < 0:
+        q["lost_lo"] = psn
+    return True
+
+
+@njit
+def _retire_ev_after_loss(T, i, slot, now):
+    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], slot]
+    e["losses"] += 1
+    before = e["state"]
+    after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
+    if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
+        psn = q["una_psn"]
+        while psn_diff(q["sq_psn"], psn) > 0:
+            ent = tx_slot(T, q, psn)
+            if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == slot:
+                mark_lost(T, i, psn, False)
+            psn = psn_add(psn, 1)
+
+
+@njit
+def detect_losses(T, i, now):
+    """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
+    q = T.qp[i]
+    q["loss_deadline"] = D.NO_DEADLINE
+    if q["rack_send_time"] <= 0:
+        return
+    wait = q["last_rtt"] + q["reorder_window_ps"]
+    psn = q["una_psn"]
+    while psn_diff(q["sq_psn"], psn) > 0:
+        ent = tx_slot(T, q, psn)
+        if ent["first_send_time"] > q["rack_send_time"]:
+            break
+        if ent["state"] == D.TX_INFLIGHT and ent["send_time"] < q["rack_send_time"]:
+            due = ent["send_time"] + wait
+            if now >= due:
+                slot = ent["ev_slot"]
+                mark_lost(T, i, psn, False)
+                q["losses"] += 1
+                nscc.on_congestion_loss(T, i, -1, now)
+                _retire_ev_after_loss(T, i, slot, now)
+            elif due < q["loss_deadline"]:
+                q["loss_deadline"] = due
+        psn = psn_add(psn, 1)
+
+
+@njit
+def _progress(T, i, now):
+    q = T.qp[i]
+    q["retries"] = 0
+    if psn_diff(q["sq_psn"], q["una_psn"]) > 0:
+        q["rto_deadline"] = now + rto_interval(q)
+        q["rel_probe_deadline"] = now + probe_timeout(q)
+    else:
+        q["rto_deadline"] = D.NO_DEADLINE
+        q["rel_probe_deadline"] = D.NO_DEADLINE
+
+
+@njit
+def _rtt_sample(T, i, ent_send_time, reflected_ts, now):
+    """RTT from the reflected TSETH timestamp, made exact with our own send time when they agree."""
+    q = T.qp[i]
+    unit = q["ts_unit_ps"]
+    rtt = ((timestamp(q, now) - reflected_ts) & 0xFFFF) * unit
+    if ent_send_time > 0 and (ent_send_time // unit) & 0xFFFF == reflected_ts:
+        rtt = now - ent_send_time
+    if rtt < 0:
+        rtt = 0
+    q["last_rtt"] = rtt
+    if q["srtt"] <= 0:
+        q["srtt"] = rtt
+    else:
+        q["srtt"] += (rtt - q["srtt"]) // 8
+    return rtt
+
+
+@njit
+def on_sack(T, i, p, now):
+    """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
+    q = T.qp[i]
+    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    cack = p["cack_psn"] & 0xFFFFFF
+    new_una = psn_add(cack, 1)
+    if psn_diff(q["sq_psn"], new_una) < 0:
+        q["rx_dropped"] += 1  # acknowledges PSNs never sent: ignore
+        return
+    q["sacks_rx"] += 1
+    if p["mpr"] != 0:
+        q["peer_mpr"] = p["mpr"]
+    trigger = psn_add(cack, i64(p["ack_psn_offset"]))
+    trig_send = -1
+    trig_slot = -1
+    if psn_diff(trigger, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], trigger) > 0:
+        ent = tx_slot(T, q, trigger)
+        if ent["state"] != D.TX_FREE:
+            trig_send = ent["send_time"]
+            trig_slot = ent["ev_slot"]
+    newly = 0
+    while psn_diff(new_una, q["una_psn"]) > 0:
+        ent = tx_slot(T, q, q["una_psn"])
+        newly += _acked(T, i, ent, now)
+        ent["state"] = D.TX_FREE
+        q["una_psn"] = psn_add(q["una_psn"], 1)
+    base = psn_add(cack, i64(p["sack_offset"]))
+    bitmap = p["sack_bitmap"]
+    for b in range(64):
+        if (bitmap >> b) & 1:
+            psn = psn_add(base, b)
+            if psn_diff(psn, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], psn) > 0:
+                ent = tx_slot(T, q, psn)
+                if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
+                    newly += _acked(T, i, ent, now)
+                    ent["state"] = D.TX_SACKED
+    rtt = _rtt_sample(T, i, trig_send, p["tx_timestamp"], now)
+    # the EV the SACK reflects: the trigger's slot when it matches, else look it up
+    slot = trig_slot
+    if slot < 0 or T.ev[q["ev_row"], slot]["ev"] != p["entropy"]:
+        slot = evset.find_slot(T, i, p["entropy"])
+    if slot >= 0:
+        e = T.ev[q["ev_row"], slot]
+        e["last_rtt"] = rtt
+        if p["pr"]:
+            if q["rel_probe_pending"] == 2 and slot == q["rel_probe_slot"]:
+                # our reliability probe arrived: everything sent before it was overtaken by it
+                q["rel_probe_pending"] = 0
+                q["rel_probe_slot"] = -1
+                if q["rel_probe_time"] > q["rack_send_time"]:
+                    q["rack_send_time"] = q["rel_probe_time"]
+            if e["state"] == D.EV_ASSUMED_BAD:
+                evset.probe_answered(T, i, slot, p["m"], now)
+            else:
+                # a path of ours just worked end to end: use it for control packets
+                q["rev_ev"][e["plane"]] = slot
+                if q["rev_probe_slot"] == slot:
+                    q["rev_probe_slot"] = -1
+                    q["rev_probe_timeout"] = D.NO_DEADLINE
+        if p["m"] == 1:
+            q["ecn_sacks_rx"] += 1
+            e["ecn_marks"] += 1
+            evset.ev_input(T, i, slot, D.EVI_ECN_SACK, now)
+        elif p["m"] == 2:
+            evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
+    if newly > 0:
+        nscc.on_ack(T, i, newly, rtt, p["m"] != 0, trigger, now)
+        nscc.receiver_penalty(T, i, newly, p["rcv_cwnd_pen"])
+        _progress(T, i, now)
+    detect_losses(T, i, now)
+    _complete_wrs(T, i, now)
+
+
+@njit
+def on_nack(T, i, p, now):
+    """Process a RELIABILITY_NACK (NETH)."""
+    q = T.qp[i]
+    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    q["nacks_rx"] += 1
+    reason = p["nack_reason"]
+    psn = p["nack_psn"] & 0xFFFFFF
+    if reason == NR_UNEXP_EVENT:
+        enter_error(T, i, D.ERR_REMOTE_FATAL, now)
+        return
+    if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
+        return  # stale: already acknowledged, or never sent
+    ent = tx_slot(T, q, psn)
+    slot = ent["ev_slot"]
+    ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
+    rtt = _rtt_sample(T, i, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
+    if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
+        q["peer_mpr"] = p["mpr"]
+    if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
+        return
+    if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
+        q["trims_rx"] += 1
+        nscc.on_congestion_loss(T, i, rtt, now)
+        if not ev_matches:
+            slot = evset.find_slot(T, i, p["entropy"])
+        if slot >= 0:
+            T.ev[q["ev_row"], slot]["trims"] += 1
+            if reason == NR_TRIMMED:
+                evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
+    elif reason == NR_NO_BITMAP or reason == NR_NO_PKT_BUFFER or reason == NR_NO_RESOURCE:
+        nscc.on_congestion_loss(T, i, rtt, now)
+
+
+@njit
+def on_aeth(T, i, p, now):
+    """Transport ACK (AETH): a NAK syndrome ends the QP (remote access / operational error)."""
+    q = T.qp[i]
+    syn = p["aeth_syndrome"]
+    if (syn >> 5) == 3:
+        code = syn & 0x1F
+        status = D.WC_REM_ACCESS_ERR if code == 2 else D.WC_REM_OP_ERR
+        enter_error(T, i, status, now)
+
+
+@njit
+def on_rto(T, i, now):
+    """The local ACK timeout expired without progress."""
+    q = T.qp[i]
+    q["rto_deadline"] = D.NO_DEADLINE
+    if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
+        return
+    q["retries"] += 1
+    q["rtx_timeouts"] += 1
+    limit = i64(q["retry_linear"]) + i64(q["retry_exp"])
+    if q["retry_exp"] < 25 and q["retries"] > limit:
+        enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
+        return
+    psn = q["una_psn"]
+    while psn_diff(q["sq_psn"], psn) > 0:
+        ent = tx_slot(T, q, psn)
+        if ent["state"] == D.TX_INFLIGHT:
+            slot = ent["ev_slot"]
+            mark_lost(T, i, psn, False)
+            q["losses"] += 1
+            _retire_ev_after_loss(T, i, slot, now)
+        psn = psn_add(psn, 1)
+    nscc.on_congestion_loss(T, i, -1, now)
+    q["rto_deadline"] = now + rto_interval(q)

@@ -1,0 +1,248 @@
+"""Requester send path: segmentation into packets, retransmissions, probes.
+
+- Only RDMA Write and Write-with-Immediate exist (mrc.h README: READ, SEND
+  and ATOMIC "are not permitted"); the Python API refuses the others.
+- A message is cut at the path MTU (``qp.mtu`` payload bytes). Every packet
+  carries METH (msn, rqmsn), TSETH (ts = 1) and a RETH whose virtual address
+  advances by the MTU per packet (MANI: RETH in "first, middle, last, and
+  only"). RETH ``dma_len`` is the number of message bytes from this packet's
+  address to the end of the message (our choice; MRC text not public), so
+  every packet tells the responder the rest of its message's extent.
+- In flight: PSN span < min(mpr, peer mpr) x 128 and payload bytes <= cwnd
+  (at least one packet may always be in flight).
+- Retransmissions reuse the PSN, set BTH rtx, take a new EV, and use the
+  retransmission DSCP.
+"""
+from __future__ import annotations
+
+from numpy import int64 as i64
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core.evset import select_ev
+from mrc.core.nscc import window_open
+from mrc.core.psn import psn_add, psn_diff
+from mrc.wire.constants import Opcode
+
+OP_FIRST = int(Opcode.MRC_WRITE_FIRST)
+OP_MIDDLE = int(Opcode.MRC_WRITE_MIDDLE)
+OP_LAST = int(Opcode.MRC_WRITE_LAST)
+OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
+OP_ONLY = int(Opcode.MRC_WRITE_ONLY)
+OP_ONLY_IMM = int(Opcode.MRC_WRITE_ONLY_IMM)
+OP_PROBE = int(Opcode.MRC_RELIABILITY_PROBE)
+ECT0 = 2
+
+
+@njit(inline="always")
+def tx_slot(T, q, psn):
+    return T.tx[q["tx_row"], psn & (T.tx.shape[1] - 1)]
+
+
+@njit(inline="always")
+def psn_limit(q):
+    mpr = q["mpr"]
+    if q["peer_mpr"] != 0 and q["peer_mpr"] < mpr:
+        mpr = q["peer_mpr"]
+    return i64(mpr) * 128
+
+
+@njit
+def rto_interval(q):
+    """Local ACK timeout 1.024 us x 2^timeout (mrc.h); exponential backoff after the linear retries."""
+    base = 1_024_000 << i64(q["timeout"])
+    extra = i64(q["retries"]) - i64(q["retry_linear"])
+    if extra > 0:
+        base <<= min(extra, 20)
+    return base
+
+
+@njit
+def timestamp(q, now):
+    return (now // q["ts_unit_ps"]) & 0xFFFF
+
+
+@njit(inline="always")
+def clear_packet(T, out, k):
+    out[k] = T.pkt0[0]
+
+
+@njit
+def _fill_common(T, i, out, k, ev_slot, now):
+    q = T.qp[i]
+    p = out[k]
+    e = T.ev[q["ev_row"], ev_slot]
+    p["dqpn"] = q["dest_qpn"]
+    p["tver"] = 0
+    p["pkey"] = 0xFFFF
+    p["ts"] = 1
+    p["tx_timestamp"] = timestamp(q, now)
+    p["ftype"] = 1
+    p["ev"] = e["ev"]
+    p["port"] = e["plane"]
+    p["ecn"] = ECT0
+    e["tx_pkts"] += 1
+
+
+@njit
+def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
+    q = T.qp[i]
+    w = T.wr[q["wr_row"], ent["wr"] % T.wr.shape[1]]
+    clear_packet(T, out, k)
+    _fill_common(T, i, out, k, ev_slot, now)
+    p = out[k]
+    p["opcode"] = ent["opcode"]
+    p["psn"] = psn
+    p["rtx"] = 1 if is_rtx else 0
+    last = ent["opcode"] == OP_LAST or ent["opcode"] == OP_LAST_IMM or ent["opcode"] == OP_ONLY or ent["opcode"] == OP_ONLY_IMM
+    p["ackreq"] = 1 if last else 0
+    p["msn"] = ent["msn"]
+    p["rqmsn"] = ent["rqmsn"]
+    p["va"] = w["remote_va"] + ent["offset"]
+    p["rkey"] = w["rkey"]
+    p["dma_len"] = w["length"] - ent["offset"]
+    if ent["opcode"] == OP_LAST_IMM or ent["opcode"] == OP_ONLY_IMM:
+        p["imm"] = w["imm"]
+    p["payload_len"] = ent["length"]
+    p["dscp"] = q["dscp_rtx"] if is_rtx else q["dscp_data"]
+    T.txsrc[0] = ent["wr"]
+    T.txsrc[1] = ent["offset"]
+    T.txsrc[2] = ent["length"]
+    q["tx_pkts"] += 1
+    q["tx_bytes"] += ent["length"]
+    q["tx_active_until"] = now + q["base_rtt"]
+
+
+@njit
+def _arm_after_send(T, i, now):
+    q = T.qp[i]
+    if q["rto_deadline"] == D.NO_DEADLINE:
+        q["rto_deadline"] = now + rto_interval(q)
+    if q["rel_probe_deadline"] == D.NO_DEADLINE:
+        q["rel_probe_deadline"] = now + probe_timeout(q)
+
+
+@njit
+def probe_timeout(q):
+    """Tail-loss probe timeout: no SACK for srtt + reorder window + ACK delay."""
+    return q["srtt"] + q["reorder_window_ps"] + q["ack_delay_ps"]
+
+
+@njit
+def next_new(T, i, now, port_mask, out, k):
+    """Segment the next packet of new data into out[k]; True if one was built."""
+    q = T.qp[i]
+    cap = T.wr.shape[1]
+    if q["wr_next"] == q["wr_tail"]:
+        return False
+    w = T.wr[q["wr_row"], q["wr_next"] % cap]
+    if psn_diff(q["sq_psn"], q["una_psn"]) >= psn_limit(q):
+        return False
+    is_imm = w["opcode"] == D.WR_WRITE_IMM
+    if q["seg_offset"] == 0 and is_imm and q["wimm_inflight"] >= q["max_wimm"]:
+        return False
+    remaining = i64(w["length"]) - i64(q["seg_offset"])
+    length = min(i64(q["mtu"]), remaining)
+    if not window_open(T, i, length):
+        return False
+    slot = select_ev(T, i, port_mask, now)
+    if slot < 0:
+        return False
+    first = q["seg_offset"] == 0
+    last = length == remaining
+    if first:
+        w["msn"] = q["msn"]
+        w["first_psn"] = q["sq_psn"]
+        w["npkts"] = max(1, (i64(w["length"]) + i64(q["mtu"]) - 1) // i64(q["mtu"]))
+    if first and last:
+        op = OP_ONLY_IMM if is_imm else OP_ONLY
+    elif first:
+        op = OP_FIRST
+    elif last:
+        op = OP_LAST_IMM if is_imm else OP_LAST
+    else:
+        op = OP_MIDDLE
+    psn = q["sq_psn"]
+    ent = tx_slot(T, q, psn)
+    ent["state"] = D.TX_INFLIGHT
+    ent["opcode"] = op
+    ent["rtx"] = 0
+    ent["trimmed"] = 0
+    ent["ev_slot"] = slot
+    ent["wr"] = q["wr_next"]
+    ent["offset"] = q["seg_offset"]
+    ent["length"] = length
+    ent["msn"] = q["msn"]
+    ent["rqmsn"] = q["rqmsn"]
+    ent["send_time"] = now
+    ent["first_send_time"] = now
+    _fill_data(T, i, out, k, ent, psn, slot, now, False)
+    q["sq_psn"] = psn_add(psn, 1)
+    q["inflight"] += length
+    q["seg_offset"] += length
+    if last:
+        w["last_psn"] = psn
+        w["segmented"] = 1
+        q["wr_next"] += 1
+        q["seg_offset"] = 0
+        q["msn"] = (q["msn"] + 1) & 0xFFFF
+        if is_imm:
+            q["rqmsn"] = (q["rqmsn"] + 1) & 0xFFFF
+            q["wimm_inflight"] += 1
+    _arm_after_send(T, i, now)
+    return True
+
+
+@njit
+def next_rtx(T, i, now, port_mask, out, k):
+    """Retransmit the lowest PSN waiting in TX_LOST into out[k]; True if one was built."""
+    q = T.qp[i]
+    if q["n_lost"] <= 0:
+        return False
+    if psn_diff(q["lost_lo"], q["una_psn"]) < 0:
+        q["lost_lo"] = q["una_psn"]
+    psn = q["lost_lo"]
+    while psn_diff(q["sq_psn"], psn) > 0:
+        ent = tx_slot(T, q, psn)
+        if ent["state"] == D.TX_LOST:
+            break
+        psn = psn_add(psn, 1)
+    if psn_diff(q["sq_psn"], psn) <= 0:
+        q["n_lost"] = 0  # bookkeeping drifted: nothing is actually waiting
+        return False
+    q["lost_lo"] = psn
+    ent = tx_slot(T, q, psn)
+    if not window_open(T, i, ent["length"]):
+        return False
+    slot = select_ev(T, i, port_mask, now)
+    if slot < 0:
+        return False
+    ent["state"] = D.TX_INFLIGHT
+    ent["rtx"] += 1
+    ent["trimmed"] = 0
+    ent["ev_slot"] = slot
+    ent["send_time"] = now
+    _fill_data(T, i, out, k, ent, psn, slot, now, True)
+    q["inflight"] += ent["length"]
+    q["n_lost"] -= 1
+    q["rtx_pkts"] += 1
+    _arm_after_send(T, i, now)
+    return True
+
+
+@njit
+def build_probe(T, i, out, k, ev_slot, now):
+    """A reliability probe (PETH) on EV slot `ev_slot`: consumes no PSN, elicits a SACK."""
+    q = T.qp[i]
+    clear_packet(T, out, k)
+    _fill_common(T, i, out, k, ev_slot, now)
+    p = out[k]
+    p["opcode"] = OP_PROBE
+    p["psn"] = q["sq_psn"]
+    p["probe_id"] = q["probe_id"]
+    p["spdcid"] = q["qpn"] & 0xFFFF
+    p["dpdcid"] = q["dest_qpn"] & 0xFFFF
+    p["dscp"] = q["dscp_data"]
+    q["probe_id"] = (q["probe_id"] + 1) & 0xFFFF
+    q["probes_tx"] += 1
+

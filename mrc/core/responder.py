@@ -1,0 +1,330 @@
+"""Responder: direct placement, PSN tracking, SACK/NACK generation, in-order WIMM completions.
+
+Sources and choices (docs/protocol.md):
+
+- Every packet carries its final address (RETH), so data is placed as it
+  arrives, in any order (OAI, MANI 4). The R_Key and the range are checked
+  against the registered regions first: a write outside is refused, reported
+  (E_ACCESS_VIOLATION), answered with an AETH NAK "remote access error", and
+  the QP enters ERROR, as an IB RC responder does. It is never performed.
+- Received PSNs are tracked in a window of ``mpr_dest`` x 128 slots above
+  ``cack_psn``; a PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below
+  ``cack_psn`` or already in the window is a duplicate (acknowledged, not
+  placed again: exactly-once placement).
+- Trimmed headers (``trim`` set from the DSCP) are answered with NACK
+  TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4).
+- SACKs reflect the triggering packet's EV (``entropy``) and timestamp, set
+  M = SKIP_ONCE when it was CE-marked, and ALWAYS_SKIP after
+  ``always_skip_marks`` consecutive CE-marked packets on the same EV (our
+  rule: MRC's criterion is not public), and carry CC_STATE (``ooo_count`` =
+  PSNs received above ``cack_psn``; ``rcvd_bytes`` in units of 256 bytes,
+  mod 2^24, as the third-party ns-3 model; ``rcv_cwnd_pen``).
+- ACK coalescing (UET htsim behaviour; MRC text not public): a SACK at the
+  latest after ``ack_every_pkts`` packets, ``ack_every_bytes`` bytes or
+  ``ack_delay_ps``; at once for a CE mark, an AckReq, a duplicate or a probe.
+- Write-with-Immediate completions are delivered when ``cack_psn`` passes
+  the message's last packet, hence in message order; immediates that
+  arrive early wait in their PSN slot. More than ``max_wimm_dest`` waiting,
+  or one with no posted receive, is a fatal error (no RNR in MRC).
+- Control packets leave on the reverse EV of the plane the trigger arrived
+  on (MANI 3.8), refreshed by probes (see `dispatch.next_packet`).
+"""
+from __future__ import annotations
+
+from numpy import int64 as i64
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core.events import emit
+from mrc.core.psn import psn_add, psn_diff
+from mrc.core.qp import enter_error
+from mrc.wire.constants import NackReason, Opcode
+
+OP_LAST = int(Opcode.MRC_WRITE_LAST)
+OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
+OP_ONLY = int(Opcode.MRC_WRITE_ONLY)
+OP_ONLY_IMM = int(Opcode.MRC_WRITE_ONLY_IMM)
+OP_SACK = int(Opcode.MRC_RELIABILITY_SACK)
+OP_NACK = int(Opcode.MRC_RELIABILITY_NACK)
+OP_ACK = int(Opcode.MRC_ACKNOWLEDGE)
+NR_TRIMMED = int(NackReason.TRIMMED)
+NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
+NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
+NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
+CE = 3
+AETH_NAK_REMOTE_ACCESS = 0x62
+
+
+@njit(inline="always")
+def rx_slot(T, q, psn):
+    return T.rx[q["rx_row"], psn & (T.rx.shape[1] - 1)]
+
+
+@njit
+def _queue_control(T, i, reason, psn, ev, ts, port, m):
+    q = T.qp[i]
+    n = q["nack_n"]
+    if n >= q["nack_reason"].shape[0]:
+        q["rx_dropped"] += 1  # queue full: the requester recovers by timeout or probe
+        return
+    q["nack_reason"][n] = reason
+    q["nack_psn"][n] = psn
+    q["nack_ev"][n] = ev
+    q["nack_ts"][n] = ts
+    q["nack_port"][n] = port
+    q["nack_m"][n] = m
+    q["nack_n"] = n + 1
+
+
+@njit
+def _mark_m(T, i, ev, ce):
+    """M field for a packet on EV `ev`: SKIP_ONCE if CE, ALWAYS_SKIP after a run of marks."""
+    q = T.qp[i]
+    h = ev % q["mark_ev"].shape[0]
+    if not ce:
+        if q["mark_ev"][h] == ev:
+            q["mark_cnt"][h] = 0
+        return 0
+    if q["mark_ev"][h] != ev:
+        q["mark_ev"][h] = ev
+        q["mark_cnt"][h] = 0
+    q["mark_cnt"][h] += 1
+    if q["always_skip_marks"] > 0 and q["mark_cnt"][h] >= q["always_skip_marks"]:
+        q["mark_cnt"][h] = 0
+        return 2
+    return 1
+
+
+@njit
+def _owe_ack(T, i, p, m, now, immediate):
+    q = T.qp[i]
+    if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
+        q["ack_trigger_psn"] = p["psn"]
+        q["ack_trigger_ev"] = p["ev"]
+        q["ack_trigger_ts"] = p["tx_timestamp"]
+        q["ack_trigger_port"] = p["port"]
+        q["ack_m"] = m
+    if immediate:
+        q["ack_pending"] = 2
+    elif q["ack_pending"] == 0:
+        q["ack_pending"] = 1
+        q["ack_deadline"] = now + q["ack_delay_ps"]
+
+
+@njit
+def _lookup_mr(T, rkey, va, length):
+    for m in range(T.mr.shape[0]):
+        r = T.mr[m]
+        if r["valid"] and r["rkey"] == rkey and (r["access"] & 1):
+            if va >= r["va"] and va - r["va"] <= r["length"] and length <= r["length"] - (va - r["va"]):
+                return m
+            return -1
+    return -1
+
+
+@njit
+def _deliver(T, i, now):
+    """Advance cack_psn over received slots; complete messages in order."""
+    q = T.qp[i]
+    mask = T.rx.shape[1] - 1
+    while True:
+        nxt = psn_add(q["cack_psn"], 1)
+        s = T.rx[q["rx_row"], nxt & mask]
+        if (s["flags"] & D.RX_RECEIVED) == 0:
+            return
+        q["rx_msg_bytes"] += s["length"]
+        if s["flags"] & D.RX_LAST:
+            q["rx_msn"] = (q["rx_msn"] + 1) & 0xFFFF
+            if s["flags"] & D.RX_IMM:
+                q["wimm_stashed"] -= 1
+                q["rx_rqmsn"] = (q["rx_rqmsn"] + 1) & 0xFFFF
+                if q["rq_head"] == q["rq_tail"]:
+                    enter_error(T, i, D.ERR_NO_RECV, now)
+                    return
+                r = T.rq[q["rq_row"], q["rq_head"] % T.rq.shape[1]]
+                if not emit(T, D.E_RECV_IMM, i, now, D.WC_SUCCESS, r["wr_id"], q["rx_msg_bytes"], s["imm"], 0, 0, 0, 0, 0):
+                    return  # event table full: deliver on the next packet instead of losing it
+                q["rq_head"] += 1
+            q["rx_msg_bytes"] = 0
+        s["flags"] = 0
+        q["cack_psn"] = nxt
+        if q["ooo_count"] > 0:
+            q["ooo_count"] -= 1
+
+
+@njit
+def on_data(T, i, p, now):
+    """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
+    q = T.qp[i]
+    T.place[0] = -1
+    if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    q["rx_active_until"] = now + 2 * q["base_rtt"]
+    if q["rev_probe_deadline"] == D.NO_DEADLINE:
+        q["rev_probe_deadline"] = now + q["rev_probe_interval_ps"]
+    psn = p["psn"] & 0xFFFFFF
+    if p["trim"] != 0:
+        q["rx_trimmed"] += 1
+        reason = NR_TRIMMED_LASTHOP if p["trim"] == 2 else NR_TRIMMED
+        _queue_control(T, i, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        return
+    d = psn_diff(psn, psn_add(q["cack_psn"], 1))
+    window = i64(q["mpr_dest"]) * 128
+    if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
+        q["rx_dup"] += 1
+        _owe_ack(T, i, p, 0, now, True)
+        return
+    if d >= window:
+        q["rx_oor"] += 1
+        _queue_control(T, i, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        return
+    length = p["payload_len"]
+    op = p["opcode"]
+    if q["emulate_access"] == 0:
+        m = _lookup_mr(T, p["rkey"], p["va"], length)
+        if m < 0:
+            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], length, p["rkey"], p["ev"], 0, p["port"], 0, psn)
+            q["aeth_pending"] = 1
+            q["aeth_syndrome"] = AETH_NAK_REMOTE_ACCESS
+            q["aeth_psn"] = psn
+            q["ack_trigger_port"] = p["port"]
+            enter_error(T, i, D.ERR_REMOTE_ACCESS, now)
+            return
+        T.place[0] = m
+        T.place[1] = p["va"] - T.mr[m]["va"]
+        T.place[2] = length
+        T.place[3] = 0
+    s = rx_slot(T, q, psn)
+    flags = D.RX_RECEIVED
+    last = op == OP_LAST or op == OP_LAST_IMM or op == OP_ONLY or op == OP_ONLY_IMM
+    if last:
+        flags |= D.RX_LAST
+    if op == OP_LAST_IMM or op == OP_ONLY_IMM:
+        flags |= D.RX_IMM
+        s["imm"] = p["imm"]
+        q["wimm_stashed"] += 1
+    s["flags"] = flags
+    s["length"] = length
+    q["rx_pkts"] += 1
+    q["rx_bytes"] += length
+    q["rcvd_bytes"] += length
+    if d > 0:
+        q["ooo_count"] += 1
+    if q["wimm_stashed"] > q["max_wimm_dest"]:
+        enter_error(T, i, D.ERR_WIMM_OVERFLOW, now)
+        return
+    _deliver(T, i, now)
+    if q["state"] == D.QPS_ERROR:
+        return
+    q["ack_pkts"] += 1
+    q["ack_bytes"] += length
+    m = _mark_m(T, i, p["ev"], p["ecn"] == CE)
+    immediate = (
+        m != 0
+        or p["ackreq"] != 0
+        or q["ack_pkts"] >= q["ack_every_pkts"]
+        or q["ack_bytes"] >= q["ack_every_bytes"]
+    )
+    _owe_ack(T, i, p, m, now, immediate)
+
+
+@njit
+def on_probe(T, i, p, now):
+    """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
+    q = T.qp[i]
+    if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    _queue_control(T, i, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
+
+
+@njit
+def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
+    """Build a RELIABILITY_SACK describing the current receive state into out[k]."""
+    q = T.qp[i]
+    out[k] = T.pkt0[0]
+    p = out[k]
+    cack = q["cack_psn"]
+    p["opcode"] = OP_SACK
+    p["dqpn"] = q["dest_qpn"]
+    p["pkey"] = 0xFFFF
+    p["psn"] = trigger_psn
+    p["ext_type"] = 0
+    p["m"] = m
+    p["pr"] = pr
+    off = psn_diff(trigger_psn, cack)
+    if off > 32767 or off < -32768:
+        off = 0
+    p["ack_psn_offset"] = off
+    p["entropy"] = entropy
+    p["spdcid"] = q["qpn"] & 0xFFFF
+    p["dpdcid"] = q["dest_qpn"] & 0xFFFF
+    p["cack_psn"] = cack
+    p["cc_type"] = 0
+    p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
+    window = i64(q["mpr_dest"]) * 128
+    if off <= 64:
+        sack_off = 1
+    else:
+        sack_off = off - 63
+    p["sack_offset"] = sack_off
+    base = psn_add(cack, sack_off)
+    bits = 0
+    mask = T.rx.shape[1] - 1
+    for b in range(64):
+        if sack_off + b > window:
+            break
+        if T.rx[q["rx_row"], (base + b) & mask]["flags"] & D.RX_RECEIVED:
+            bits |= 1 << b
+    p["sack_bitmap"] = bits
+    p["tx_timestamp"] = ts
+    p["ooo_count"] = q["ooo_count"] if q["ooo_count"] < 0x7FFF else 0x7FFF
+    p["rcv_cwnd_pen"] = q["rcv_cwnd_pen"]
+    p["rcvd_bytes"] = (q["rcvd_bytes"] >> 8) & 0xFFFFFF
+    e = T.ev[q["ev_row"], ev_slot]
+    p["ev"] = e["ev"]
+    p["port"] = e["plane"]
+    p["dscp"] = q["dscp_ctrl"]
+    q["sacks_tx"] += 1
+
+
+@njit
+def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
+    q = T.qp[i]
+    out[k] = T.pkt0[0]
+    p = out[k]
+    p["opcode"] = OP_NACK
+    p["dqpn"] = q["dest_qpn"]
+    p["pkey"] = 0xFFFF
+    p["psn"] = psn
+    p["nack_reason"] = reason
+    p["entropy"] = entropy
+    p["spdcid"] = q["qpn"] & 0xFFFF
+    p["dpdcid"] = q["dest_qpn"] & 0xFFFF
+    p["nack_psn"] = psn
+    p["cc_type"] = 2
+    p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
+    p["tx_timestamp"] = ts
+    e = T.ev[q["ev_row"], ev_slot]
+    p["ev"] = e["ev"]
+    p["port"] = e["plane"]
+    p["dscp"] = q["dscp_ctrl"]
+    q["nacks_tx"] += 1
+
+
+@njit
+def fill_aeth_nak(T, i, out, k, ev_slot):
+    q = T.qp[i]
+    out[k] = T.pkt0[0]
+    p = out[k]
+    p["opcode"] = OP_ACK
+    p["dqpn"] = q["dest_qpn"]
+    p["pkey"] = 0xFFFF
+    p["psn"] = q["aeth_psn"]
+    p["aeth_syndrome"] = q["aeth_syndrome"]
+    p["aeth_msn"] = q["rx_msn"]
+    e = T.ev[q["ev_row"], ev_slot]
+    p["ev"] = e["ev"]
+    p["port"] = e["plane"]
+    p["dscp"] = q["dscp_ctrl"]

@@ -1,0 +1,238 @@
+"""Configuring QPs and CC profiles: documented defaults, validation, and `start_qp`.
+
+Defaults (each a parameter; sources in brackets):
+
+======================  ==============  =======================================
+QP attribute            default         source
+======================  ==============  =======================================
+mtu                     4096 B          4 KB MTU inferred from MANI's numbers
+mpr, mpr_dest           8 (1024 PSNs)   OCP examples/mrc_qp.md
+timeout                 8 (262 us)      OCP example value
+retry_linear            7               OCP example value (maximum)
+retry_exp               7               ours: finite, so a dead peer ends in
+                                        ERROR (~134 ms); 25 = unlimited
+max_wimm, _dest         128             OCP example value
+ev_active_target        128             MANI: "typically over 100" active
+ev_min_active           n_ev / 4        OCP example (ev_count / 4)
+ack_every_pkts          4               UET htsim: ACK every 16 KiB
+ack_every_bytes         16384           (same)
+ack_delay_ps            1 us            ours
+always_skip_marks       8               ours (MRC criterion not public)
+reorder_window_ps       base RTT        ours (RACK, RFC 8985 uses RTT/4; spraying
+                                        over unequal queues needs more)
+ev_probe_interval_ps    100 us          ours (MRC timer values not public)
+probe_successes         2               ours ("enough probes succeed", MANI)
+rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
+ts_unit_ps              8 ns            ours (16-bit TSETH wraps at 524 us)
+dscp_*                  4 / 8 / 46      third-party emulator values
+======================  ==============  =======================================
+
+NSCC profile defaults come from UET 1.0 NSCC as implemented in the UEC htsim
+(mrc-public-notes 7.2), scaled by the bandwidth-delay product ``bdp`` of the
+QP (all planes): target 0.75 x base RTT, max_cwnd 1.5 x BDP, initial window
+one BDP, gamma 0.8, max_md_jump 0.5, eta 0.15 MTU, fi 5 MTU, fi_scale 0.25,
+proportional gain 4 MTU / target, fast increase below 1 us of queuing,
+adjustment every 8 MTU or one base RTT, QuickAdapt gate 3 and threshold
+4 x target, delay EWMA 0.0125.
+"""
+from __future__ import annotations
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core import evset, nscc
+from mrc.errors import ConfigError
+from mrc.units import NS, US
+from mrc.wire import constants as C
+
+QP_DEFAULTS = {
+    "mtu": 4096,
+    "mpr": 8,
+    "mpr_dest": 8,
+    "timeout": 8,
+    "retry_linear": 7,
+    "retry_exp": 7,
+    "max_wimm": 128,
+    "max_wimm_dest": 128,
+    "ev_active_target": 128,
+    "ev_min_active": None,  # n_ev // 4
+    "ack_every_pkts": 4,
+    "ack_every_bytes": 16384,
+    "ack_delay_ps": 1 * US,
+    "always_skip_marks": 8,
+    "reorder_window_ps": None,  # the CC profile's base RTT
+    "ev_probe_interval_ps": 100 * US,
+    "probe_successes": 2,
+    "rev_probe_interval_ps": None,  # the CC profile's base RTT
+    "ts_unit_ps": 8 * NS,
+    "dscp_data": C.DSCP_TRIMMABLE,
+    "dscp_rtx": C.DSCP_TRIMMABLE_RETX,
+    "dscp_ctrl": C.DSCP_CONTROL,
+    "emulate_access": 0,
+    "ev_event_mask": 3,
+}
+
+# (low, high) bounds checked by `configure_qp`; mrc.h gives the maxima of timeout and retries.
+QP_BOUNDS = {
+    "mtu": (1, 1 << 20),
+    "mpr": (1, 255),
+    "mpr_dest": (1, 255),
+    "timeout": (0, 24),
+    "retry_linear": (0, 7),
+    "retry_exp": (0, 25),
+    "max_wimm": (0, 65535),
+    "max_wimm_dest": (0, 65535),
+    "ev_active_target": (1, 65535),
+    "ev_min_active": (0, 65535),
+    "ack_every_pkts": (1, 65535),
+    "ack_every_bytes": (1, 1 << 31),
+    "ack_delay_ps": (0, 1 << 50),
+    "always_skip_marks": (0, 65535),
+    "reorder_window_ps": (0, 1 << 50),
+    "ev_probe_interval_ps": (1, 1 << 50),
+    "probe_successes": (1, 255),
+    "rev_probe_interval_ps": (1, 1 << 50),
+    "ts_unit_ps": (1, 1 << 40),
+    "dscp_data": (0, 63),
+    "dscp_rtx": (0, 63),
+    "dscp_ctrl": (0, 63),
+    "emulate_access": (0, 1),
+    "ev_event_mask": (0, 3),
+}
+
+
+def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US, **overrides) -> dict:
+    """An NSCC CC-profile row (as a dict) for a QP of aggregate rate `rate_bps`."""
+    bdp = rate_bps * base_rtt_ps // (8 * 10**12)
+    target = base_rtt_ps * 3 // 4
+    prof = {
+        "algorithm": D.CC_NSCC,
+        "disable_qa": 0,
+        "adjust_bytes_threshold": 8 * mtu,
+        "adjust_period_threshold": base_rtt_ps,
+        "base_rtt": base_rtt_ps,
+        "eta": 0.15 * mtu,
+        "fi": 5.0 * mtu,
+        "fi_scale": 0.25,
+        "gamma": 0.8,
+        "max_md_jump": 0.5,
+        "max_cwnd": max(3 * bdp // 2, mtu),
+        "min_cwnd": mtu,
+        "init_cwnd": max(bdp, mtu),
+        "qa_gate": 3,
+        "qa_threshold": 4 * target,
+        "target_delay": target,
+        "pi_gain": 4.0 * mtu / max(target, 1),
+        "fast_increase_delay": 1 * US,
+        "delay_ewma": 0.0125,
+    }
+    return _checked_cc({**prof, **overrides})
+
+
+def fixed_window_profile(*, window_bytes: int, base_rtt_ps: int = 8 * US, mtu: int = 4096) -> dict:
+    """CC algorithm "none": a fixed window."""
+    prof = nscc_profile(mtu=mtu, base_rtt_ps=base_rtt_ps)
+    prof.update(algorithm=D.CC_NONE, max_cwnd=window_bytes, init_cwnd=window_bytes, min_cwnd=min(mtu, window_bytes))
+    return _checked_cc(prof)
+
+
+def _checked_cc(prof: dict) -> dict:
+    for key in prof:
+        if key not in D.CC.names:
+            raise ConfigError(f"cc.{key}", prof[key], "unknown NSCC parameter")
+    for key in ("base_rtt", "target_delay", "max_cwnd", "min_cwnd", "init_cwnd", "adjust_bytes_threshold", "adjust_period_threshold"):
+        if prof[key] <= 0:
+            raise ConfigError(f"cc.{key}", prof[key], "must be positive")
+    if prof["min_cwnd"] > prof["max_cwnd"]:
+        raise ConfigError("cc.min_cwnd", prof["min_cwnd"], f"exceeds max_cwnd ({prof['max_cwnd']})")
+    if not 0.0 <= prof["max_md_jump"] <= 1.0:
+        raise ConfigError("cc.max_md_jump", prof["max_md_jump"], "must be within [0, 1]")
+    if not 0.0 <= prof["gamma"]:
+        raise ConfigError("cc.gamma", prof["gamma"], "must be non-negative")
+    if not 0 <= prof["qa_gate"] <= 63:
+        raise ConfigError("cc.qa_gate", prof["qa_gate"], "must be within [0, 63]")
+    return prof
+
+
+def write_cc(T, index: int, prof: dict) -> None:
+    row = T.cc[index]
+    for key, value in _checked_cc(dict(prof)).items():
+        row[key] = value
+
+
+def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
+    """Write QP attributes (defaults for those not given) into row `i`; returns what was written."""
+    cfg = dict(QP_DEFAULTS)
+    for key, value in attrs.items():
+        if key not in QP_DEFAULTS:
+            raise ConfigError(f"qp.{key}", value, f"unknown QP attribute (known: {', '.join(sorted(QP_DEFAULTS))})")
+        cfg[key] = value
+    if cfg["ev_min_active"] is None:
+        cfg["ev_min_active"] = n_ev // 4
+    if cfg["reorder_window_ps"] is None:
+        cfg["reorder_window_ps"] = base_rtt_ps
+    if cfg["rev_probe_interval_ps"] is None:
+        cfg["rev_probe_interval_ps"] = base_rtt_ps
+    for key, value in cfg.items():
+        lo, hi = QP_BOUNDS[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ConfigError(f"qp.{key}", value, f"must be an integer within [{lo}, {hi}]")
+    if cfg["ev_min_active"] > n_ev:
+        raise ConfigError("qp.ev_min_active", cfg["ev_min_active"], f"exceeds the number of EVs ({n_ev})")
+    row = T.qp[i]
+    for key, value in cfg.items():
+        row[key] = value
+    return cfg
+
+
+@njit
+def start_responder(T, i, rq_psn, now):
+    """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
+    q = T.qp[i]
+    q["cack_psn"] = (rq_psn - 1) & D.PSN_MASK
+    q["ack_pending"] = 0
+    q["ack_deadline"] = D.NO_DEADLINE
+    q["nack_n"] = 0
+    q["rx_active_until"] = 0
+    q["rev_probe_deadline"] = D.NO_DEADLINE
+    q["rev_probe_timeout"] = D.NO_DEADLINE
+    q["rev_probe_slot"] = -1
+    q["rev_probe_due"] = 0
+    for p in range(D.MAX_PLANES):
+        q["rev_ev"][p] = -1
+    full = (1 << q["n_planes"]) - 1
+    q["local_ports"] = full
+    q["remote_ports"] = full
+    nscc.cc_init(T, i, now)
+    q["srtt"] = q["base_rtt"]
+    q["last_rtt"] = q["base_rtt"]
+    evset.setup_planes(T, i)
+
+
+@njit
+def start_requester(T, i, sq_psn, now):
+    """Reset the requester half: the first PSN it sends is `sq_psn`."""
+    q = T.qp[i]
+    q["sq_psn"] = sq_psn
+    q["una_psn"] = sq_psn
+    q["start_psn"] = sq_psn
+    q["lost_lo"] = sq_psn
+    q["peer_mpr"] = 0
+    q["inflight"] = 0
+    q["n_lost"] = 0
+    q["rack_send_time"] = 0
+    q["rto_deadline"] = D.NO_DEADLINE
+    q["loss_deadline"] = D.NO_DEADLINE
+    q["rel_probe_deadline"] = D.NO_DEADLINE
+    q["rel_probe_pending"] = 0
+    q["rel_probe_slot"] = -1
+    q["ev_probe_deadline"] = D.NO_DEADLINE
+    q["ev_probe_due"] = 0
+    q["tx_active_until"] = 0
+    nscc.cc_init(T, i, now)
+
+
+@njit
+def start_qp(T, i, sq_psn, rq_psn, now):
+    """Both halves at once (config and EV rows already written), as the emulator needs."""
+    start_responder(T, i, rq_psn, now)
+    start_requester(T, i, sq_psn, now)

@@ -1,0 +1,100 @@
+"""Allocation of the core's state tables, bundled in one namedtuple.
+
+`CoreTables` is what every core function takes first. numba compiles a
+namedtuple of arrays into a struct, so ``T.qp[i]`` reads the same in compiled
+code and in plain Python. The library allocates one small `CoreTables` per
+device; the emulator allocates one for the whole fabric.
+
+Sizes:
+
+- ``n_qp`` rows of QP; ``n_ev_rows`` x ``max_ev`` EV slots; ``n_tx_rows`` x
+  ``window`` TX slots and ``n_rx_rows`` x ``window`` RX slots (``window`` is a
+  power of two >= the largest MPR x 128 any QP uses: PSN p lives in slot
+  ``p & (window - 1)``); ``n_wr_rows`` x ``max_wr`` WRs; ``n_rq_rows`` x
+  ``max_recv`` posted receives; ``n_mr`` memory regions; ``n_cc`` CC
+  profiles; ``evt_capacity`` events between drains.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from mrc.core import dtypes as D
+from mrc.errors import ConfigError
+from mrc.wire.records import PKT
+
+CoreTables = namedtuple(
+    "CoreTables",
+    ["qp", "ev", "tx", "rx", "wr", "rq", "mr", "cc", "evt", "evt_n", "place", "txsrc", "pkt0"],
+)
+CoreTables.__doc__ = """State of the protocol core (see module docstring).
+
+``evt_n[0]`` is the number of events in ``evt`` not yet drained, ``evt_n[1]``
+the number dropped because ``evt`` was full (never completions: the core stops
+and reports instead of losing one). ``place`` is an int64[4] scratch row where
+the responder writes its placement decision for the last data packet:
+(mr index, byte offset into the region, length, payload offset), -1 when none.
+``txsrc`` is an int64[3] scratch row where `next_packet` says where the payload
+of the data packet it just built comes from: (WR ring index, byte offset in the
+message, length); the library copies those bytes from the WR's local buffer.
+``pkt0`` is one zeroed packet record, the template every built packet starts from.
+"""
+
+
+def _pow2_at_least(n: int) -> int:
+    p = 1
+    while p < n:
+        p <<= 1
+    return p
+
+
+def allocate(
+    n_qp: int,
+    *,
+    max_ev: int = 256,
+    window: int = 1024,
+    max_wr: int = 64,
+    max_recv: int = 64,
+    n_mr: int = 16,
+    n_cc: int = 4,
+    evt_capacity: int = 4096,
+    n_ev_rows: int | None = None,
+    n_tx_rows: int | None = None,
+    n_rx_rows: int | None = None,
+    n_wr_rows: int | None = None,
+    n_rq_rows: int | None = None,
+) -> CoreTables:
+    """Allocate zeroed tables. Row counts of the per-QP tables default to ``n_qp``."""
+    for key, value in (("n_qp", n_qp), ("max_ev", max_ev), ("window", window), ("max_wr", max_wr),
+                       ("max_recv", max_recv), ("n_mr", n_mr), ("n_cc", n_cc), ("evt_capacity", evt_capacity)):
+        if int(value) < 1:
+            raise ConfigError(key, value, "must be at least 1")
+    if window != _pow2_at_least(window) or window < 128:
+        raise ConfigError("window", window, "must be a power of two and at least 128 (one MPR unit)")
+    if window > (1 << 23):
+        raise ConfigError("window", window, "must be below 2^23 (half the 24-bit PSN space)")
+    rows = lambda n: n_qp if n is None else n  # noqa: E731
+    return CoreTables(
+        qp=np.zeros(n_qp, dtype=D.QP),
+        ev=np.zeros((rows(n_ev_rows), max_ev), dtype=D.EV),
+        tx=np.zeros((rows(n_tx_rows), window), dtype=D.TX),
+        rx=np.zeros((rows(n_rx_rows), window), dtype=D.RX),
+        wr=np.zeros((rows(n_wr_rows), max_wr), dtype=D.WR),
+        rq=np.zeros((rows(n_rq_rows), max_recv), dtype=D.RQ),
+        mr=np.zeros(n_mr, dtype=D.MR),
+        cc=np.zeros(n_cc, dtype=D.CC),
+        evt=np.zeros(evt_capacity, dtype=D.EVT),
+        evt_n=np.zeros(2, dtype=np.int64),
+        place=np.full(4, -1, dtype=np.int64),
+        txsrc=np.full(3, -1, dtype=np.int64),
+        pkt0=np.zeros(1, dtype=PKT),
+    )
+
+
+def drain_events(T: CoreTables) -> np.ndarray:
+    """Copy out and clear the pending events (Python side)."""
+    n = int(T.evt_n[0])
+    out = T.evt[:n].copy()
+    T.evt_n[0] = 0
+    return out

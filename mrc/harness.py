@@ -1,0 +1,226 @@
+"""An in-memory two-endpoint network for tests, benchmarks and conformance.
+
+Two QPs (0 and 1) share one `CoreTables`; packets between them cross a
+network that can, per EV, lose, blackhole, trim (core or last hop), CE-mark,
+duplicate and delay/reorder them, all drawn from one seeded generator, so a
+run is reproducible. Time is set by the harness exactly as aioquic's tests
+set it: it jumps to the next delivery or deadline.
+
+The harness checks the requester invariants of docs/protocol.md at every
+step when ``check=True`` (no data on an EV that is not GOOD, inflight <=
+cwnd, PSN span <= MPR, no new data on an EV after its first loss).
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
+from mrc.core.psn import psn_diff
+from mrc.core.rng import seed_state
+from mrc.units import NS, US
+from mrc.wire.records import PKT
+
+
+@dataclass
+class PathFault:
+    """What the network does to packets on one EV (both directions use their own EVs)."""
+
+    loss: float = 0.0
+    blackhole: bool = False
+    trim: float = 0.0
+    trim_lasthop: bool = False
+    ecn: float = 0.0
+    dup: float = 0.0
+    extra_delay_ps: int = 0
+
+
+@dataclass
+class Network:
+    base_delay_ps: int = 2 * US
+    jitter_ps: int = 500 * NS
+    faults: dict = field(default_factory=dict)  # EV value -> PathFault
+    default: PathFault = field(default_factory=PathFault)
+
+    def fault(self, ev: int) -> PathFault:
+        return self.faults.get(int(ev), self.default)
+
+
+class InvariantError(AssertionError):
+    pass
+
+
+def make_evs(n_planes: int, per_plane: int, side: int) -> np.ndarray:
+    """EV values for a test profile: plane in the top bits, distinct per side and slot."""
+    vals = []
+    for p in range(n_planes):
+        for k in range(per_plane):
+            vals.append((p << 28) | (side << 24) | (k + 1))
+    return np.array(vals, dtype=np.uint32)
+
+
+class Pair:
+    """Two connected QPs (0 sends to 1 and 1 to 0) over a faulty in-memory network."""
+
+    def __init__(
+        self,
+        *,
+        seed: int = 1,
+        n_planes: int = 2,
+        evs_per_plane: int = 16,
+        start_psn: int = 0,
+        rate_bps: int = 200 * 10**9,
+        base_rtt_ps: int = 4 * US,
+        network: Network | None = None,
+        cc: dict | None = None,
+        window: int = 1024,
+        max_wr: int = 64,
+        check: bool = True,
+        **qp_attrs,
+    ):
+        n_ev = n_planes * evs_per_plane
+        self.T = tables.allocate(2, max_ev=n_ev, window=window, max_wr=max_wr, max_recv=max_wr)
+        self.net = network or Network()
+        self.rng = np.random.default_rng(seed)
+        self.now = 0
+        self.seq = 0
+        self.queue: list = []
+        self.check = check
+        self.sent = [[], []]  # per QP: (time, kind, record) when recording
+        self.record = False
+        self.delivered = 0
+        self.bad_after_loss: set = set()
+        T = self.T
+        setup.write_cc(T, 0, cc or setup.nscc_profile(rate_bps=rate_bps, base_rtt_ps=base_rtt_ps))
+        qp_attrs.setdefault("ev_active_target", max(n_planes, n_ev // 2))
+        qp_attrs.setdefault("emulate_access", 1)
+        for i in range(2):
+            q = T.qp[i]
+            q["n_planes"] = n_planes
+            for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
+                q[f] = i
+            q["cc_profile"] = 0
+            q["qpn"] = 0x100 + i
+            q["dest_qpn"] = 0x101 - i
+            q["rng"] = seed_state(seed, i)
+            setup.configure_qp(T, i, n_ev, base_rtt_ps, **qp_attrs)
+            q["n_ev"] = n_ev
+            evs = make_evs(n_planes, evs_per_plane, i)
+            T.ev[i, :n_ev]["ev"] = evs
+            T.ev[i, :n_ev]["plane"] = evs >> 28
+            T.ev[i, :n_ev]["state"] = D.EV_GOOD
+            q["state"] = D.QPS_RTS
+            setup.start_qp(T, i, start_psn, start_psn, 0)
+        self.out = np.zeros(1, dtype=PKT)
+        self.events: list = []
+
+    # -- API-like helpers -----------------------------------------------------
+    def post_write(self, i: int, length: int, wr_id: int = 1, imm: int | None = None, remote_va: int = 0x10000, rkey: int = 7):
+        op = D.WR_WRITE if imm is None else D.WR_WRITE_IMM
+        rc = core_qp.post_write(self.T, i, wr_id, op, 0, 0, remote_va, rkey, length, imm or 0, self.now)
+        if rc != 0:
+            raise RuntimeError("send queue full")
+
+    def post_recv(self, i: int, wr_id: int):
+        if core_qp.post_recv(self.T, i, wr_id) != 0:
+            raise RuntimeError("receive queue full")
+
+    def ev_of(self, i: int, slot: int) -> int:
+        return int(self.T.ev[i, slot]["ev"])
+
+    # -- the network ------------------------------------------------------------
+    def _emit(self, i: int, kind: int):
+        pkt = self.out[0].copy()
+        if self.check:
+            self._check_send(i, kind, pkt)
+        if self.record:
+            self.sent[i].append((self.now, kind, pkt))
+        f = self.net.fault(pkt["ev"])
+        if f.blackhole or (f.loss and self.rng.random() < f.loss):
+            return
+        copies = 2 if (f.dup and self.rng.random() < f.dup) else 1
+        data = pkt["opcode"] in range(0xC6, 0xCC)
+        if data and f.trim and self.rng.random() < f.trim:
+            pkt["trim"] = 2 if f.trim_lasthop else 1
+            pkt["payload_len"] = 0
+        if f.ecn and pkt["ecn"] in (1, 2) and self.rng.random() < f.ecn:
+            pkt["ecn"] = 3
+        for _ in range(copies):
+            delay = self.net.base_delay_ps + f.extra_delay_ps
+            if self.net.jitter_ps:
+                delay += int(self.rng.integers(0, self.net.jitter_ps))
+            heapq.heappush(self.queue, (self.now + delay, self.seq, 1 - i, pkt))
+            self.seq += 1
+
+    def _check_send(self, i: int, kind: int, pkt):
+        T = self.T
+        q = T.qp[i]
+        if kind in (dispatch.K_DATA, dispatch.K_RTX):
+            slot = int(np.nonzero(T.ev[i, : q["n_ev"]]["ev"] == pkt["ev"])[0][0])
+            st = T.ev[i, slot]["state"]
+            if st != D.EV_GOOD:
+                raise InvariantError(f"data packet PSN {pkt['psn']} sent on EV slot {slot} in state {D.EV_STATE_NAMES[st]}")
+            if (i, slot) in self.bad_after_loss:
+                raise InvariantError(f"new data on EV slot {slot} after its first timeout")
+            if q["inflight"] > max(q["cwnd"], pkt["payload_len"]) + 1e-9:
+                raise InvariantError(f"inflight {q['inflight']} exceeds cwnd {q['cwnd']}")
+            span = psn_diff(q["sq_psn"], q["una_psn"])
+            if span > int(q["mpr"]) * 128:
+                raise InvariantError(f"PSN span {span} exceeds MPR x 128")
+
+    def pump(self):
+        """Let both QPs send everything they can now."""
+        for i in (0, 1):
+            while True:
+                kind = dispatch.next_packet(self.T, i, self.now, 0xFF, self.out, 0)
+                if kind == dispatch.K_NONE:
+                    break
+                self._emit(i, kind)
+
+    def step(self) -> bool:
+        """Advance to the next delivery or deadline and process it; False when idle."""
+        t = self.queue[0][0] if self.queue else D.NO_DEADLINE
+        t = min(t, dispatch.next_deadline(self.T, 0), dispatch.next_deadline(self.T, 1))
+        if t == D.NO_DEADLINE:
+            return False
+        self.now = max(self.now, int(t))
+        while self.queue and self.queue[0][0] <= self.now:
+            _, _, dst, pkt = heapq.heappop(self.queue)
+            dispatch.on_packet(self.T, dst, pkt, self.now)
+            self.delivered += 1
+        for i in (0, 1):
+            if dispatch.next_deadline(self.T, i) <= self.now:
+                dispatch.on_timer(self.T, i, self.now)
+        self._drain_events()
+        self.pump()
+        return True
+
+    def _drain_events(self):
+        for e in tables.drain_events(self.T):
+            self.events.append(e)
+            if e["kind"] == D.E_EV_STATE and e["ev_state"] == D.EV_ASSUMED_BAD:
+                self.bad_after_loss.add((int(e["qp"]), int(e["value"])))
+            if e["kind"] == D.E_EV_STATE and e["ev_state"] == D.EV_GOOD:
+                self.bad_after_loss.discard((int(e["qp"]), int(e["value"])))
+
+    def run_until(self, done, max_steps: int = 1_000_000, max_time_ps: int | None = None) -> bool:
+        """Step until ``done(self)`` is true; False if the step or time budget ran out first."""
+        self.pump()
+        for _ in range(max_steps):
+            if done(self):
+                return True
+            if max_time_ps is not None and self.now > max_time_ps:
+                return False
+            if not self.step():
+                return done(self)
+        return done(self)
+
+    def completions(self, kind=D.E_SEND_DONE):
+        return [e for e in self.events if e["kind"] == kind]
+
+    def transfer(self, nbytes: int, i: int = 0, wr_id: int = 1, **kw) -> bool:
+        """Post one write of `nbytes` from QP `i` and run until it completes (or fails)."""
+        self.post_write(i, nbytes, wr_id=wr_id, **kw)
+        return self.run_until(lambda s: any(int(e["wr_id"]) == wr_id for e in s.completions()))
