@@ -110,3 +110,62 @@ DSCP_TRIMMABLE_RETX = 8
 DSCP_TRIMMED = 12
 DSCP_TRIMMED_LASTHOP = 16
 DSCP_CONTROL = 46
+
+
+# --- header sizes (bytes) -------------------------------------------------------
+IPV4_LEN = 20
+IPV6_LEN = 40
+SRH_FIXED_LEN = 8  # RFC 8754 fixed part; each segment adds 16
+UDP_LEN = 8
+BTH_LEN = 12
+METH_LEN = 4
+TSETH_LEN = 4
+RETH_LEN = 16
+IMMDT_LEN = 4
+AETH_LEN = 4
+SETH_LEN = 28
+CC_STATE_LEN = 8
+NETH_LEN = 20
+PETH_LEN = 16
+ERTH_LEN = 16
+EETH_LEN = 36
+ATOMICETH_LEN = 28
+ATOMICACKETH_LEN = 8
+CNP_PAD_LEN = 16
+ICRC_LEN = 4
+
+# IPv6 next-header values used by the encodings.
+NH_IPV6 = 41  # IPv6-in-IPv6 (SRv6 H.Encaps)
+NH_ROUTING = 43
+NH_UDP = 17
+SRH_ROUTING_TYPE = 4  # RFC 8754
+
+# Fixed values of MRC header fields (mrc-public-notes 2.4).
+TSETH_FTYPE = 1  # TSETH / PETH / ERTH / EETH ftype nibble (EMU, NS3)
+NETH_DEFAULT_CC_TYPE = 2  # NETH cc_type default (EMU, NS3)
+
+# SRv6 uSID carrier format F3216 (RFC 9800 NEXT-C-SID, Linux defaults): 32-bit block, 16-bit uSIDs.
+USID_BLOCK_BITS = 32
+USID_BITS = 16
+USIDS_PER_CARRIER = 6
+MAX_SRH_SEGMENTS = 4  # segments an SRH may carry in this implementation (MRC uses 1; see docs/wire.md)
+
+
+class DscpClass(enum.IntEnum):
+    """Traffic classes of the DSCP table (mrc-public-notes 2.6)."""
+
+    DATA = 0  # trimmable data (DSCP_TRIMMABLE)
+    RETX = 1  # trimmable retransmission (DSCP_TRIMMABLE_RETX)
+    CONTROL = 2  # SACK / NACK / ACK / endpoint operations (DSCP_CONTROL)
+    TRIMMED = 3  # a switch trimmed this packet (DSCP_TRIMMED)
+    TRIMMED_LASTHOP = 4  # trimmed at the last hop (DSCP_TRIMMED_LASTHOP)
+    NO_TRIM = 5  # data on a network without trimming (DSCP_NO_TRIM)
+    UNKNOWN = 255  # a code point the table does not name
+
+
+def opcode_name(value: int) -> str:
+    """Spec name of an opcode, or its hex value if the opcode is not known."""
+    try:
+        return Opcode(value).name
+    except ValueError:
+        return f"0x{value:02x}"

@@ -22,6 +22,8 @@ SETH / NETH / PETH    ext_type ext_next m pr ack_psn_offset entropy spdcid
 CC_STATE              tx_timestamp (reflected) ooo_count r_c rcv_cwnd_pen
                       rcvd_bytes
 ERTH / EETH           ep_op req_id port_status_mask svc_time
+AtomicETH             va rkey swap_add compare   (standard RoCEv2 only)
+AtomicAckETH          orig_data                  (standard RoCEv2 only)
 payload               payload_len (bytes present after the headers)
 ====================  =====================================================
 
@@ -102,6 +104,10 @@ PKT = np.dtype(
         ("req_id", np.uint16),
         ("port_status_mask", np.uint32),
         ("svc_time", np.uint32),
+        # --- AtomicETH / AtomicAckETH (standard RoCEv2 RC atomics; MRC forbids atomics) ---
+        ("swap_add", np.uint64),
+        ("compare", np.uint64),
+        ("orig_data", np.uint64),
         # --- payload and path ---
         ("payload_len", np.uint32),
         ("ev", np.uint32),
@@ -114,6 +120,50 @@ PKT = np.dtype(
 )
 
 
+MAX_SRH_SEGMENTS = 4
+
+NET = np.dtype(
+    [
+        # --- how the packet is carried ---
+        ("ip_version", np.uint8),  # 6, or 4 (UDP EV mode only)
+        ("ev_mode", np.uint8),  # EvMode: STEV, UDP, SRV6
+        # --- the IP header that carries UDP (inner header in SRv6 mode) ---
+        ("hop_limit", np.uint8),  # IPv6 hop limit / IPv4 TTL
+        ("flow_label", np.uint32),  # IPv6 flow label, 20 bits as on the wire
+        ("src", np.uint8, (16,)),  # IPv6 address; IPv4 as ::ffff:a.b.c.d (last 4 bytes)
+        ("dst", np.uint8, (16,)),
+        # --- UDP (the source port is always derived from PKT.ev) ---
+        ("dport", np.uint16),
+        # --- SRv6 outer header (ev_mode == SRV6) ---
+        ("outer_hop_limit", np.uint8),
+        ("outer_flow_label", np.uint32),
+        ("outer_src", np.uint8, (16,)),
+        ("outer_dst", np.uint8, (16,)),  # the uSID carrier (F3216)
+        # --- optional RFC 8754 SRH between the outer and inner headers ---
+        ("srh", np.uint8),  # 1 if present
+        ("srh_segleft", np.uint8),
+        ("srh_lastentry", np.uint8),  # number of segments - 1
+        ("srh_tag", np.uint16),
+        ("srh_segments", np.uint8, (MAX_SRH_SEGMENTS, 16)),  # [0] is the last segment (RFC 8754 order)
+    ],
+    align=True,
+)
+"""The network part of a packet: one row per packet, beside its `PKT` row.
+
+The IP traffic class is not here: it is `PKT.dscp` / `PKT.ecn` (copied into
+both headers in SRv6 mode). The UDP source port is not here either: it is
+always derived from `PKT.ev` (see `mrc.wire.ev`). In STEV and SRv6 modes the
+low 16 bits of `flow_label` are overwritten by the EV on encode. Fields of
+absent parts are zero. `decode(encode(pkt, net, payload))` gives back exactly
+these rows (see `docs/wire.md` for the canonical form).
+"""
+
+
 def empty(n: int = 0) -> np.ndarray:
     """A zeroed table of `n` packet records."""
     return np.zeros(n, dtype=PKT)
+
+
+def empty_net(n: int = 0) -> np.ndarray:
+    """A zeroed table of `n` network records."""
+    return np.zeros(n, dtype=NET)

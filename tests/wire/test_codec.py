@@ -1,0 +1,166 @@
+"""The compiled codec against the scapy layers, and decode(encode(x)) == x, for every header."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrc.wire import DecodeError, EncodeError
+from mrc.wire.codec import decode, decode_batch, encode, encode_batch
+from mrc.wire.constants import EvMode, Opcode
+from mrc.wire.records import NET, PKT
+from tests.wire.strategies import OPCODES, packets
+
+scapy_raw = pytest.importorskip("scapy.packet").raw
+
+
+def rows_equal(a, b):
+    return a.tobytes() == b.tobytes()
+
+
+@settings(max_examples=300)
+@given(packets())
+def test_decode_inverts_encode(x):
+    p, n, payload = x
+    data = encode(p, n, payload)
+    q, m, pay = decode(data, ev_mode=EvMode(int(n["ev_mode"])) if n["ev_mode"] != EvMode.SRV6 else EvMode.STEV)
+    assert rows_equal(q, p), (p, q)
+    assert rows_equal(m, n)
+    assert pay == payload
+
+
+@settings(max_examples=200)
+@given(packets())
+def test_codec_and_scapy_write_the_same_bytes(x):
+    from mrc.wire.layers import build
+
+    p, n, payload = x
+    assert encode(p, n, payload) == scapy_raw(build(p, n, payload))
+
+
+@settings(max_examples=200)
+@given(packets())
+def test_codec_and_scapy_read_the_same_fields(x):
+    from scapy.layers.inet import IP
+    from scapy.layers.inet6 import IPv6
+
+    from mrc.wire.layers import parse
+
+    p, n, payload = x
+    data = encode(p, n, payload)
+    mode = EvMode(int(n["ev_mode"]))
+    hint = mode if mode != EvMode.SRV6 else EvMode.STEV
+    sp = (IP if n["ip_version"] == 4 else IPv6)(data)
+    q, m, pay = parse(sp, ev_mode=hint)
+    d_p, d_n, d_pay = decode(data, ev_mode=hint)
+    assert rows_equal(q, d_p)
+    assert rows_equal(m, d_n)
+    assert pay == d_pay
+
+
+@pytest.mark.parametrize("opcode", OPCODES)
+def test_every_opcode_has_a_round_trip(opcode):
+    p = np.zeros(1, dtype=PKT)
+    n = np.zeros(1, dtype=NET)
+    p["opcode"], p["psn"], p["payload_len"] = opcode, 7, 3
+    n["ip_version"], n["dport"] = 6, 4791
+    q, _, pay = decode(encode(p[0], n[0], b"abc"))
+    assert q["opcode"] == opcode and q["psn"] == 7 and pay == b"abc"
+
+
+@settings(max_examples=50)
+@given(st.lists(packets(), min_size=1, max_size=8))
+def test_batch_equals_single_packets(xs):
+    pk = np.array([x[0] for x in xs], dtype=PKT)
+    nt = np.array([x[1] for x in xs], dtype=NET)
+    arena = np.frombuffer(b"".join(x[2] for x in xs) + b"!", dtype=np.uint8)
+    offs = np.concatenate([[0], np.cumsum([len(x[2]) for x in xs])[:-1]]).astype(np.int64)
+    buf, offsets = encode_batch(pk, nt, arena, offs)
+    for k, (p, n, payload) in enumerate(xs):
+        assert buf[offsets[k] : offsets[k + 1]].tobytes() == encode(p, n, payload)
+    q, m, pay, codes = decode_batch(buf, offsets, errors="collect")
+    assert not codes.any()
+    for k, (p, n, payload) in enumerate(xs):
+        assert buf[pay[k] : pay[k] + len(payload)].tobytes() == payload
+        if n["ev_mode"] == EvMode.UDP and n["ip_version"] == 6:
+            continue  # plain IPv6 is read as STEV unless told otherwise
+        assert rows_equal(q[k], p)
+        assert rows_equal(m[k], n)
+
+
+def test_batch_shares_one_net_row_and_zero_payloads():
+    pk = np.zeros(3, dtype=PKT)
+    pk["opcode"], pk["payload_len"], pk["psn"] = Opcode.MRC_WRITE_MIDDLE, [0, 5, 9], [1, 2, 3]
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"] = 6, 4791
+    buf, offsets = encode_batch(pk, n)
+    q, _, _, _ = decode_batch(buf, offsets)
+    assert list(q["psn"]) == [1, 2, 3] and list(q["payload_len"]) == [0, 5, 9]
+
+
+def test_decode_batch_reports_the_bad_packet():
+    pk = np.zeros(2, dtype=PKT)
+    pk["opcode"] = Opcode.MRC_ACKNOWLEDGE
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"] = 6, 4791
+    buf, offsets = encode_batch(pk, n)
+    buf[offsets[1] + 60] ^= 0xFF  # corrupt the second packet's BTH opcode... or ICRC-covered byte
+    with pytest.raises(DecodeError, match="packet 1"):
+        decode_batch(buf, offsets)
+    _, _, _, codes = decode_batch(buf, offsets, errors="collect")
+    assert codes[0] == 0 and codes[1] != 0
+
+
+@pytest.mark.parametrize(
+    "field,value,where",
+    [("psn", 1 << 24, "BTH.psn"), ("padcnt", 4, "BTH"), ("m", 4, "SETH"), ("rcv_cwnd_pen", 128, "CC_STATE"),
+     ("dscp", 64, "IP.dscp"), ("opcode", 0xCC, "BTH.opcode")],
+)
+def test_encode_refuses_values_wider_than_their_field(field, value, where):
+    p = np.zeros(1, dtype=PKT)
+    p["opcode"] = Opcode.MRC_RELIABILITY_SACK
+    p[field] = value
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"] = 6, 4791
+    with pytest.raises(EncodeError, match=where.replace(".", r"\.")):
+        encode(p[0], n[0])
+
+
+def test_encode_refuses_wide_ev_in_udp_mode_and_ipv4_stev():
+    p = np.zeros(1, dtype=PKT)
+    p["opcode"], p["ev"] = Opcode.MRC_ACKNOWLEDGE, 0x10000
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"], n["ev_mode"] = 6, 4791, EvMode.UDP
+    with pytest.raises(EncodeError, match="UDP.ev"):
+        encode(p[0], n[0])
+    n["ip_version"], n["ev_mode"] = 4, EvMode.STEV
+    with pytest.raises(EncodeError, match="ip_version"):
+        encode(p[0], n[0])
+
+
+def test_payload_length_must_match():
+    p = np.zeros(1, dtype=PKT)
+    p["opcode"], p["payload_len"] = Opcode.MRC_WRITE_ONLY, 4
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"] = 6, 4791
+    with pytest.raises(EncodeError, match="payload_len"):
+        encode(p[0], n[0], b"abc")
+
+
+def test_importing_records_stays_cheap():
+    code = (
+        "import sys, mrc.wire, mrc.wire.records; "
+        "bad = [m for m in ('scapy', 'numba') if m in sys.modules]; "
+        "assert not bad, bad; assert issubclass(mrc.wire.DecodeError, __import__('mrc.errors').errors.MRCError)"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_lazy_names_resolve():
+    import mrc.wire as w
+
+    assert w.encode is encode and w.decode is decode and w.layers.BTH.__name__ == "BTH"

@@ -1,0 +1,163 @@
+"""Wireshark agrees with us: tshark's own IPv6 / SRH / UDP / BTH decode, and our Lua dissector's fields."""
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import subprocess
+from importlib import resources
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrc.wire.codec import decode
+from mrc.wire.constants import EvMode, Trim
+from mrc.wire.ev import ev_to_wire
+from mrc.wire.layout import headers_after_bth
+from mrc.wire.pcap import write_pcap
+from mrc.wire.samples import samples
+from tests.wire.strategies import packets
+
+TSHARK = shutil.which("tshark")
+pytestmark = pytest.mark.skipif(TSHARK is None, reason="tshark not installed (Debian package `tshark`)")
+LUA = str(resources.files("mrc.wire") / "dissector" / "mrc.lua")
+
+# tshark field -> PKT column (BTH as Wireshark's built-in InfiniBand dissector names it)
+BTH = {
+    "infiniband.bth.opcode": "opcode", "infiniband.bth.se": "se", "infiniband.bth.m": "mig",
+    "infiniband.bth.padcnt": "padcnt", "infiniband.bth.tver": "tver", "infiniband.bth.p_key": "pkey",
+    "infiniband.bth.destqp": "dqpn", "infiniband.bth.a": "ackreq", "infiniband.bth.psn": "psn",
+}
+# Lua field -> (PKT column, headers that carry it)
+MRC = {
+    "mrc.opcode": ("opcode", {"BTH"}),
+    "mrc.bth.ackreq": ("ackreq", {"BTH"}), "mrc.bth.r": ("bth_r", {"BTH"}),
+    "mrc.bth.rtx": ("rtx", {"BTH"}), "mrc.bth.ts": ("ts", {"BTH"}),
+    "mrc.meth.rqmsn": ("rqmsn", {"METH"}), "mrc.meth.msn": ("msn", {"METH"}),
+    "mrc.tseth.tx_timestamp": ("tx_timestamp", {"TSETH"}), "mrc.tseth.tsr": ("tsr", {"TSETH"}),
+    "mrc.tseth.ftype": ("ftype", {"TSETH"}),
+    "mrc.reth.va": ("va", {"RETH"}), "mrc.reth.rkey": ("rkey", {"RETH"}), "mrc.reth.dma_len": ("dma_len", {"RETH"}),
+    "mrc.immdt.imm": ("imm", {"ImmDt"}),
+    "mrc.aeth.syndrome": ("aeth_syndrome", {"AETH"}), "mrc.aeth.msn": ("aeth_msn", {"AETH"}),
+    "mrc.ext.type": ("ext_type", {"SETH", "NETH", "PETH"}), "mrc.ext.next": ("ext_next", {"SETH", "NETH", "PETH"}),
+    "mrc.ext.m": ("m", {"SETH", "NETH", "PETH"}), "mrc.ext.pr": ("pr", {"SETH", "NETH", "PETH"}),
+    "mrc.ext.entropy": ("entropy", {"SETH", "NETH"}), "mrc.ext.spdcid": ("spdcid", {"SETH", "NETH", "PETH"}),
+    "mrc.ext.dpdcid": ("dpdcid", {"SETH", "NETH", "PETH"}), "mrc.ext.cc_type": ("cc_type", {"SETH", "NETH"}),
+    "mrc.ext.cc_flags": ("cc_flags", {"SETH", "NETH"}),
+    "mrc.ext.vendor": ("vendor", {"NETH", "PETH", "ERTH", "EETH"}),
+    "mrc.ext.tx_timestamp": ("tx_timestamp", {"NETH", "PETH", "ERTH", "EETH"}),
+    "mrc.ext.tsr": ("tsr", {"PETH", "ERTH", "EETH"}), "mrc.ext.ftype": ("ftype", {"PETH", "ERTH", "EETH"}),
+    "mrc.seth.ack_psn_offset": ("ack_psn_offset", {"SETH"}), "mrc.seth.cack_psn": ("cack_psn", {"SETH"}),
+    "mrc.seth.mpr": ("mpr", {"SETH"}), "mrc.seth.sack_offset": ("sack_offset", {"SETH"}),
+    "mrc.seth.sack_bitmap": ("sack_bitmap", {"SETH"}),
+    "mrc.cc_state.tx_timestamp": ("tx_timestamp", {"CC_STATE"}), "mrc.cc_state.ooo_count": ("ooo_count", {"CC_STATE"}),
+    "mrc.cc_state.r_c": ("r_c", {"CC_STATE"}), "mrc.cc_state.rcv_cwnd_pen": ("rcv_cwnd_pen", {"CC_STATE"}),
+    "mrc.cc_state.rcvd_bytes": ("rcvd_bytes", {"CC_STATE"}),
+    "mrc.neth.nack_reason": ("nack_reason", {"NETH"}), "mrc.neth.nack_psn": ("nack_psn", {"NETH"}),
+    "mrc.peth.probe_id": ("probe_id", {"PETH"}),
+    "mrc.ep.op": ("ep_op", {"ERTH", "EETH"}), "mrc.ep.req_id": ("req_id", {"ERTH", "EETH"}),
+    "mrc.ep.port_status_mask": ("port_status_mask", {"ERTH", "EETH"}), "mrc.eeth.svc_time": ("svc_time", {"EETH"}),
+}
+NETF = ["ipv6.src", "ipv6.dst", "ipv6.flow", "ipv6.hlim", "ipv6.tclass", "ipv6.routing.segleft",
+        "ipv6.routing.srh.last_entry", "ipv6.routing.srh.addr", "ip.src", "ip.dst", "ip.ttl", "ip.dsfield.dscp",
+        "udp.srcport", "udp.dstport", "udp.length"]
+
+
+def tshark(pcap, fields, lua=False):
+    cmd = [TSHARK, "-n", "-r", str(pcap), "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,"]
+    if lua:
+        # the script's UDP heuristic sends port 4791 to Wireshark's InfiniBand dissector even
+        # when the EV put a well-known port (which tshark tries first) in the source port
+        cmd[1:1] = ["-X", f"lua_script:{LUA}", "-o", "udp.try_heuristic_first:TRUE"]
+    for f in fields:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=120).stdout
+    return [dict(zip(fields, line.split("\t"))) for line in out.splitlines()]
+
+
+def _num(text):
+    if text in ("True", "False"):
+        return int(text == "True")
+    return int(text, 0)
+
+
+def _addr(a):
+    b = bytes(np.asarray(a, dtype=np.uint8))
+    return ipaddress.ip_address(b[12:] if b[:12] == b"\0" * 10 + b"\xff\xff" else b)
+
+
+def _expected_net(p, n, length):
+    mode = EvMode(int(n["ev_mode"]))
+    sport, _ = ev_to_wire(int(p["ev"]), mode, int(n["flow_label"]))
+    tc = (int(p["dscp"]) << 2) | int(p["ecn"])
+    e = {"udp.srcport": [sport], "udp.dstport": [int(n["dport"])]}
+    if n["ip_version"] == 4:
+        e.update({"ip.src": [_addr(n["src"])], "ip.dst": [_addr(n["dst"])], "ip.ttl": [int(n["hop_limit"])],
+                  "ip.dsfield.dscp": [int(p["dscp"])]})
+        e["udp.length"] = [length - 20]
+        return e
+    outer = mode == EvMode.SRV6
+    srcs, dsts = [_addr(n["src"])], [_addr(n["dst"])]
+    flows, hlims = [int(n["flow_label"])], [int(n["hop_limit"])]
+    if outer:
+        srcs.insert(0, _addr(n["outer_src"]))
+        dsts.insert(0, _addr(n["outer_dst"]))
+        flows.insert(0, int(n["outer_flow_label"]))
+        hlims.insert(0, int(n["outer_hop_limit"]))
+    e.update({"ipv6.src": srcs, "ipv6.dst": dsts, "ipv6.flow": flows, "ipv6.hlim": hlims,
+              "ipv6.tclass": [tc] * len(srcs)})
+    if n["srh"]:
+        last = int(n["srh_lastentry"])
+        e["ipv6.routing.segleft"] = [int(n["srh_segleft"])]
+        e["ipv6.routing.srh.last_entry"] = [last]
+        e["ipv6.routing.srh.addr"] = [_addr(n["srh_segments"][s]) for s in range(last + 1)]
+    return e
+
+
+def _parse(field, text):
+    if not text:
+        return []
+    vals = text.split(",")
+    if field.endswith((".src", ".dst", ".addr")):
+        return [ipaddress.ip_address(v) for v in vals]
+    return [_num(v) for v in vals]
+
+
+def check(pcap, wires, hints, lua_for_builtin=False):
+    builtin = tshark(pcap, NETF + list(BTH), lua=lua_for_builtin)
+    lua = tshark(pcap, list(MRC) + ["mrc.payload_len"], lua=True)
+    assert len(builtin) == len(lua) == len(wires)
+    for k, (data, hint) in enumerate(zip(wires, hints)):
+        p, n, _ = decode(data, ev_mode=hint)
+        for field, want in _expected_net(p, n, len(data)).items():
+            assert _parse(field, builtin[k][field]) == want, (k, field)
+        for field, col in BTH.items():
+            assert _parse(field, builtin[k][field]) == [int(p[col])], (k, field)
+        present = {"BTH", *headers_after_bth(int(p["opcode"]), int(p["ts"]))}
+        is_mrc = int(p["opcode"]) >= 0xC6
+        for field, (col, hdrs) in MRC.items():
+            want = [int(p[col])] if is_mrc and hdrs & present else []
+            assert _parse(field, lua[k][field]) == want, (k, field, lua[k][field])
+        if is_mrc and p["trim"] == Trim.NONE:
+            assert _parse("mrc.payload_len", lua[k]["mrc.payload_len"]) == [int(p["payload_len"])]
+
+
+def test_samples_agree_with_tshark(tmp_path):
+    """Plain tshark, no script: the samples' EVs put port 66 in the UDP source port."""
+    items = samples()
+    f = tmp_path / "samples.pcap"
+    write_pcap(f, [d for _, d in items])
+    check(f, [d for _, d in items], [EvMode.STEV] * len(items))
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.lists(packets(), min_size=10, max_size=25))
+def test_random_packets_agree_with_tshark(tmp_path_factory, xs):
+    from mrc.wire.codec import encode
+
+    wires = [encode(p, n, pay) for p, n, pay in xs]
+    hints = [EvMode.UDP if n["ev_mode"] == EvMode.UDP else EvMode.STEV for _, n, _ in xs]
+    f = tmp_path_factory.mktemp("tshark") / "random.pcap"
+    write_pcap(f, wires)
+    check(f, wires, hints, lua_for_builtin=True)
