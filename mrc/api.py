@@ -17,11 +17,15 @@ unsupported opcodes) raises `mrc.errors.UsageError` naming the problem; a
 peer's misbehaviour never raises: it becomes a NACK, a counter or an event.
 
 Queue pairs follow RESET -> INIT -> RTR -> RTS (and ERROR) with the
-attributes mrc.h requires at each step: INIT takes the EV and CC profile ids
-(learned from the controller out of band), RTR the peer (QPN, address,
-expected PSN) and the responder's MPR / max WIMM, RTS the requester's MPR,
-max WIMM, retry counts and timeout. Only RDMA Write and Write-with-Immediate
-may be posted.
+attributes mrc.h requires at each step (`REQUIRED_ATTRS`): INIT takes the EV
+and CC profile ids (learned from the controller out of band), RTR the peer
+(QPN, address, expected PSN) and the responder's MPR / max WIMM, RTS the
+first PSN and the requester's MPR, max WIMM, retry counts (linear,
+exponential) and timeout. RTS -> RTS changes attributes; RESET (from any
+state) discards the QP's state and outstanding work requests without
+completions and releases its profiles (IB verbs semantics); ERROR completes
+every outstanding work request with WR_FLUSH_ERR. Only RDMA Write and
+Write-with-Immediate may be posted.
 """
 from __future__ import annotations
 
@@ -31,13 +35,28 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
+from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
 from mrc.errors import UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
 MRC_PROTOCOL_VERSION_1 = 1 << 0
+
+# Attributes mrc.h requires when a QP enters each state (MRC_QP_* masks plus the verbs ones).
+REQUIRED_ATTRS = {
+    "INIT": ("ev_profile_id", "cc_profile_id"),
+    "RTR": ("dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest"),
+    "RTS": ("sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout"),
+}
+ALLOWED_ATTRS = {
+    "INIT": {"ev_profile_id", "cc_profile_id", "qp_hint"},
+    "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
+            "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen"},
+    "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
+            "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
+    "RESET": set(), "ERROR": set(),
+}
 
 
 class Access(enum.IntFlag):
@@ -120,7 +139,17 @@ class MemoryRegion:
         return (self.addr + offset, length, self.lkey)
 
     def deregister(self) -> None:
-        self.device.T.mr[self.index]["valid"] = 0
+        """``ibv_dereg_mr``: refused while a posted write still reads from the region."""
+        if self.device._mrs[self.index] is not self:
+            raise UsageError(f"dereg_mr: region lkey {self.lkey:#x} is not registered")
+        T = self.device.T
+        for qp in self.device._by_qpn.values():
+            q = T.qp[qp.index]
+            cap = T.wr.shape[1]
+            for n in range(int(q["wr_head"]), int(q["wr_tail"])):
+                if int(T.wr[q["wr_row"], n % cap]["lkey"]) == self.lkey:
+                    raise UsageError(f"dereg_mr: QP {qp.qp_num} has an outstanding write from region lkey {self.lkey:#x} (EBUSY)")
+        T.mr[self.index]["valid"] = 0
         self.device._mrs[self.index] = None
 
 
@@ -219,7 +248,10 @@ class QueuePair:
     def post_send(self, opcode: SendOpcode | str, wr_id: int, sge: tuple[int, int, int], remote_addr: int = 0,
                   rkey: int = 0, imm_data: int | None = None, now: int = 0) -> None:
         """``ibv_post_send`` for MRC: RDMA_WRITE and RDMA_WRITE_WITH_IMM only."""
-        op = SendOpcode(opcode) if not isinstance(opcode, SendOpcode) else opcode
+        try:
+            op = SendOpcode(opcode) if not isinstance(opcode, SendOpcode) else opcode
+        except ValueError:
+            raise UsageError(f"post_send: unknown opcode {opcode!r} (one of {[o.value for o in SendOpcode]})") from None
         if op not in (SendOpcode.RDMA_WRITE, SendOpcode.RDMA_WRITE_WITH_IMM):
             raise UsageError(f"post_send: opcode {op.value} is not permitted by MRC (only RDMA_WRITE and RDMA_WRITE_WITH_IMM)")
         if op is SendOpcode.RDMA_WRITE_WITH_IMM and imm_data is None:
@@ -234,29 +266,40 @@ class QueuePair:
         dev = self.device
         if self.state != "RTS":
             raise UsageError(f"post_write: QP {self.qp_num} is in {self.state}, writes need RTS")
-        addr, length, lkey = sge
+        if not (isinstance(sge, tuple) and len(sge) == 3 and all(_is_int(x) for x in sge)):
+            raise UsageError(f"post_write: sge {sge!r} must be an (addr, length, lkey) tuple of integers")
+        addr, length, lkey = (int(x) for x in sge)
         mr = dev._mr_by_lkey(lkey)
         if mr is None:
             raise UsageError(f"post_write: lkey {lkey:#x} is not a registered region")
-        if addr < mr.addr or addr + length > mr.addr + mr.length or length < 0:
+        if length < 0 or addr < mr.addr or addr + length > mr.addr + mr.length:
             raise UsageError(f"post_write: sge [{addr:#x}, +{length}) is outside region lkey {lkey:#x}")
         if length >= 1 << 31:
             raise UsageError(f"post_write: length {length} exceeds 2^31 - 1 bytes")
-        if not 0 <= wr_id < 1 << 64:
-            raise UsageError(f"post_write: wr_id {wr_id} is not a 64-bit value")
-        if imm_data is not None and not 0 <= imm_data < 1 << 32:
-            raise UsageError(f"post_write: imm_data {imm_data} is not a 32-bit value")
+        for name, value, bits in (("wr_id", wr_id, 64), ("remote_addr", remote_addr, 64), ("rkey", rkey, 32)):
+            if not _is_int(value) or not 0 <= value < 1 << bits:
+                raise UsageError(f"post_write: {name} {value!r} is not a {bits}-bit value")
+        if imm_data is not None and (not _is_int(imm_data) or not 0 <= imm_data < 1 << 32):
+            raise UsageError(f"post_write: imm_data {imm_data!r} is not a 32-bit value")
+        q = dev.T.qp[self.index]
+        if int(q["wr_tail"]) - int(q["wr_head"]) >= self.cap.max_send_wr:
+            raise UsageError(f"post_write: send queue of QP {self.qp_num} is full ({self.cap.max_send_wr} WRs outstanding)")
         op = D.WR_WRITE if imm_data is None else D.WR_WRITE_IMM
         rc = core_qp.post_write(dev.T, self.index, wr_id, op, lkey, addr, remote_addr, rkey, length, imm_data or 0, now)
         if rc != 0:
-            raise UsageError(f"post_write: send queue of QP {self.qp_num} is full ({self.cap.max_send_wr} WRs)")
+            raise UsageError(f"post_write: send queue of QP {self.qp_num} is full ({dev.T.wr.shape[1]} WRs)")
 
     def post_recv(self, wr_id: int) -> None:
         """Post a receive consumed by an incoming Write-with-Immediate (no RNR in MRC)."""
         if self.state not in ("INIT", "RTR", "RTS"):
-            raise UsageError(f"post_recv: QP {self.qp_num} is in {self.state}")
-        if core_qp.post_recv(self.device.T, self.index, wr_id) != 0:
-            raise UsageError(f"post_recv: receive queue of QP {self.qp_num} is full ({self.cap.max_recv_wr})")
+            raise UsageError(f"post_recv: QP {self.qp_num} is in {self.state}, receives need INIT, RTR or RTS")
+        if not _is_int(wr_id) or not 0 <= wr_id < 1 << 64:
+            raise UsageError(f"post_recv: wr_id {wr_id!r} is not a 64-bit value")
+        q = self.device.T.qp[self.index]
+        full = int(q["rq_tail"]) - int(q["rq_head"]) >= self.cap.max_recv_wr
+        if full or core_qp.post_recv(self.device.T, self.index, wr_id) != 0:
+            raise UsageError(f"post_recv: receive queue of QP {self.qp_num} is full "
+                             f"({self.cap.max_recv_wr} receives outstanding)")
 
 
 @dataclass
@@ -290,6 +333,7 @@ class Device:
             window <<= 1
         self.name = name
         self.address = address
+        self.max_mpr = max_mpr
         self.ports = ports
         self.mtu = mtu
         self.seed = seed
@@ -309,7 +353,8 @@ class Device:
 
     # -- resources ----------------------------------------------------------------------
     def query_device(self) -> DeviceAttr:
-        return DeviceAttr(max_mpr=255, max_qp=len(self._qps), max_ev_per_qp=self.T.ev.shape[1], ports=self.ports, mtu=self.mtu)
+        return DeviceAttr(max_mpr=self.max_mpr, max_qp=len(self._qps), max_ev_per_qp=self.T.ev.shape[1],
+                          ports=self.ports, mtu=self.mtu)
 
     def reg_mr(self, buf, access: Access = Access.LOCAL_WRITE | Access.REMOTE_WRITE) -> MemoryRegion:
         try:
@@ -350,15 +395,9 @@ class Device:
             index = self._qps.index(None)
         except ValueError:
             raise UsageError(f"create_qp: all {len(self._qps)} QPs are in use") from None
-        self.T.qp[index] = np.zeros(1, dtype=D.QP)[0]
-        q = self.T.qp[index]
         qpn = self._next_qpn
         self._next_qpn += 1
-        q["qpn"] = qpn
-        for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
-            q[f] = index
-        q["rng"] = seed_state(self.seed, qpn)
-        q["state"] = D.QPS_RESET
+        self._clear_qp_row(index, qpn)
         qp = QueuePair(self, index, send_cq, recv_cq or send_cq, cap)
         self._qps[index] = qp
         self._by_qpn[qpn] = qp
@@ -367,14 +406,29 @@ class Device:
     def destroy_qp(self, qp: QueuePair) -> None:
         if qp.state not in ("RESET", "ERROR"):
             raise UsageError(f"destroy_qp: QP {qp.qp_num} is in {qp.state}; move it to RESET or ERROR first")
+        self.ctl._unbind_qp(qp)
         self._qps[qp.index] = None
         self._by_qpn.pop(qp.qp_num, None)
+
+    def _clear_qp_row(self, index: int, qpn: int) -> None:
+        """A QP in RESET: its row and every table row it owns zeroed (no state survives a reuse)."""
+        T = self.T
+        T.qp[index] = np.zeros(1, dtype=D.QP)[0]
+        for table in (T.ev, T.tx, T.rx, T.wr, T.rq):
+            table[index] = np.zeros(table.shape[1], dtype=table.dtype)
+        q = T.qp[index]
+        q["qpn"] = qpn
+        for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
+            q[f] = index
+        q["rng"] = seed_state(self.seed, qpn)
+        q["state"] = D.QPS_RESET
 
     def get_async_event(self) -> AsyncEvent | None:
         return self._async.popleft() if self._async else None
 
     # -- QP state machine ---------------------------------------------------------------
     def _modify_qp(self, qp: QueuePair, state: str, attrs: dict) -> None:
+        """``mrc_modify_qp``: every attribute is checked before the QP changes."""
         T = self.T
         names = list(D.QP_STATE_NAMES)
         if state not in names:
@@ -382,73 +436,77 @@ class Device:
         cur = int(T.qp[qp.index]["state"])
         tgt = names.index(state)
         if not core_qp.QP_FSM[cur, tgt]:
-            raise UsageError(f"modify_qp: QP {qp.qp_num} cannot go from {names[cur]} to {state}")
-        allowed = {
-            "INIT": {"ev_profile_id", "cc_profile_id", "qp_hint"},
-            "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
-                    "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen"},
-            "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
-                    "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
-            "RESET": set(), "ERROR": set(),
-        }[state]
+            raise UsageError(f"modify_qp: QP {qp.qp_num} cannot go from {names[cur]} to {state} "
+                             f"(RESET -> INIT -> RTR -> RTS; RESET and ERROR from any state)")
         attrs = dict(attrs)
         now = int(attrs.pop("now", 0))
+        allowed = ALLOWED_ATTRS[state]
         unknown = set(attrs) - allowed
         if unknown:
             raise UsageError(f"modify_qp to {state}: attribute(s) {sorted(unknown)} not allowed (allowed: {sorted(allowed)})")
+        if cur != tgt:
+            missing = [k for k in REQUIRED_ATTRS.get(state, ()) if k not in attrs]
+            if missing:
+                raise UsageError(f"modify_qp {names[cur]} -> {state}: missing {missing} "
+                                 f"(mrc.h requires {list(REQUIRED_ATTRS[state])})")
+        for key, value in attrs.items():
+            self._check_qp_attr(state, key, value)
         if state == "RESET":
-            T.qp[qp.index]["state"] = D.QPS_RESET
+            self.ctl._unbind_qp(qp)
+            self._clear_qp_row(qp.index, qp.qp_num)
+            qp.peer, qp.attrs, qp.ev_profile_id, qp.cc_profile_id = _Peer(), {}, None, None
             return
         if state == "ERROR":
             core_qp.enter_error(T, qp.index, D.WC_WR_FLUSH_ERR, now)
             self._drain()
             return
         if state == "INIT":
-            missing = {"ev_profile_id", "cc_profile_id"} - set(attrs)
-            if missing and cur == D.QPS_RESET:
-                raise UsageError(f"modify_qp to INIT: missing {sorted(missing)} (mrc.h requires EV and CC profiles)")
-            self.ctl._bind_qp(qp, attrs["ev_profile_id"], attrs["cc_profile_id"])
-            qp.ev_profile_id, qp.cc_profile_id = attrs["ev_profile_id"], attrs["cc_profile_id"]
+            ev_id = attrs.get("ev_profile_id", qp.ev_profile_id)
+            cc_id = attrs.get("cc_profile_id", qp.cc_profile_id)
+            self.ctl._bind_qp(qp, ev_id, cc_id)
+            qp.ev_profile_id, qp.cc_profile_id = ev_id, cc_id
             T.qp[qp.index]["state"] = D.QPS_INIT
             return
-        qp.attrs.update(attrs)
+        if attrs.get("dynamic_mpr_dest"):
+            raise UsageError("modify_qp to RTR: dynamic_mpr_dest is not supported by this device (DeviceAttr.dynamic_mpr = 0)")
+        merged = {**qp.attrs, **attrs}
         if state == "RTR":
-            for key in ("dest_qp_num", "remote_address", "rq_psn"):
-                if key not in attrs:
-                    raise UsageError(f"modify_qp to RTR: missing {key}")
-            if not 0 <= attrs["rq_psn"] < 1 << 24:
-                raise UsageError(f"modify_qp to RTR: rq_psn {attrs['rq_psn']} is not a 24-bit PSN")
-            if attrs.get("dynamic_mpr_dest"):
-                raise UsageError("modify_qp to RTR: dynamic_mpr_dest is not supported by this device (DeviceAttr.dynamic_mpr = 0)")
+            self._configure(qp, merged)
             qp.peer = _Peer(dest_qpn=int(attrs["dest_qp_num"]), address=attrs["remote_address"])
-            T.qp[qp.index]["dest_qpn"] = qp.peer.dest_qpn
-            self._configure(qp)
+            q = T.qp[qp.index]
+            q["dest_qpn"] = qp.peer.dest_qpn
+            q["rcv_cwnd_pen"] = int(merged.get("rcv_cwnd_pen", 0))
             setup.start_responder(T, qp.index, attrs["rq_psn"], now)
-            T.qp[qp.index]["rcv_cwnd_pen"] = int(attrs.get("rcv_cwnd_pen", 0))
-            T.qp[qp.index]["state"] = D.QPS_RTR
-            return
-        if state == "RTS":
+            dispatch.set_local_ports(T, qp.index, np.uint32(self.ctl.local_ports), now)  # ports already down stay down
+            q["state"] = D.QPS_RTR
+        else:  # RTS
+            if cur == D.QPS_RTS and "sq_psn" in attrs:
+                raise UsageError("modify_qp RTS -> RTS: sq_psn cannot change")
+            self._configure(qp, merged)
             if cur == D.QPS_RTR:
-                if "sq_psn" not in attrs:
-                    raise UsageError("modify_qp to RTS: missing sq_psn")
-                if not 0 <= attrs["sq_psn"] < 1 << 24:
-                    raise UsageError(f"modify_qp to RTS: sq_psn {attrs['sq_psn']} is not a 24-bit PSN")
-                self._configure(qp)
                 setup.start_requester(T, qp.index, attrs["sq_psn"], now)
-            else:
-                if "sq_psn" in attrs:
-                    raise UsageError("modify_qp RTS -> RTS: sq_psn cannot change")
-                self._configure(qp)
+            evset.rebalance(T, qp.index)  # the active set follows ev_active_target
             T.qp[qp.index]["state"] = D.QPS_RTS
+        qp.attrs = merged
 
-    def _configure(self, qp: QueuePair) -> None:
-        cfg = {k: v for k, v in qp.attrs.items() if k in setup.QP_DEFAULTS}
+    def _check_qp_attr(self, state: str, key: str, value) -> None:
+        bounds = dict(setup.QP_BOUNDS)
+        bounds.update(mpr=(1, self.max_mpr), mpr_dest=(1, self.max_mpr), rq_psn=(0, D.PSN_MASK), sq_psn=(0, D.PSN_MASK),
+                      dest_qp_num=(0, 0xFFFFFF), rcv_cwnd_pen=(0, 127), ev_profile_id=(0, (1 << 64) - 1),
+                      cc_profile_id=(0, (1 << 64) - 1), dynamic_mpr_dest=(0, 1))
+        if key in bounds:
+            lo, hi = bounds[key]
+            if not _is_int(value) or not lo <= value <= hi:
+                raise UsageError(f"modify_qp to {state}: {key} = {value!r} must be an integer in [{lo}, {hi}]")
+
+    def _configure(self, qp: QueuePair, attrs: dict) -> None:
+        cfg = {k: int(v) for k, v in attrs.items() if k in setup.QP_DEFAULTS}
         prof = self.ctl._ev_profile(qp.ev_profile_id)
         n_ev = int(self.T.qp[qp.index]["n_ev"])
         cc = self.T.cc[self.ctl._cc_row(qp.cc_profile_id)]
         cfg.setdefault("mtu", self.mtu)
         cfg.setdefault("ev_active_target", min(max(self.ports, n_ev // 2), n_ev))
-        cfg.setdefault("ev_min_active", min(prof.min_active, n_ev))
+        cfg.setdefault("ev_min_active", min(prof.min_active or 0, n_ev))
         cfg.setdefault("ev_event_mask", prof.event_mask_bits)
         setup.configure_qp(self.T, qp.index, n_ev, int(cc["base_rtt"]), **cfg)
 
@@ -541,3 +599,7 @@ class Device:
         if self.T.evt_n[1]:
             self.ctl.counters["events_dropped"] += int(self.T.evt_n[1])
             self.T.evt_n[1] = 0
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)

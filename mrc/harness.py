@@ -170,6 +170,37 @@ class Pair:
             if span > int(q["mpr"]) * 128:
                 raise InvariantError(f"PSN span {span} exceeds MPR x 128")
 
+    # -- manual driving (aioquic-test style: the test decides each delivery) ------------
+    def collect(self, i: int, port_mask: int = 0xFF) -> list:
+        """Everything QP `i` sends now, as (kind, record) pairs, NOT put on the network."""
+        out = []
+        while True:
+            kind = dispatch.next_packet(self.T, i, self.now, port_mask, self.out, 0)
+            if kind == dispatch.K_NONE:
+                break
+            pkt = self.out[0].copy()
+            if self.check:
+                self._check_send(i, kind, pkt)
+            out.append((kind, pkt))
+        self._drain_events()
+        return out
+
+    def deliver(self, dst: int, pkt) -> None:
+        """Hand one packet record to QP `dst` at the current time."""
+        dispatch.on_packet(self.T, dst, pkt, self.now)
+        self._drain_events()
+
+    def advance(self, t: int) -> None:
+        """Set the clock to `t` (never backwards) and fire every timer that is due."""
+        self.now = max(self.now, int(t))
+        for i in (0, 1):
+            if dispatch.next_deadline(self.T, i) <= self.now:
+                dispatch.on_timer(self.T, i, self.now)
+        self._drain_events()
+
+    def qp(self, i: int):
+        return self.T.qp[i]
+
     def pump(self):
         """Let both QPs send everything they can now."""
         for i in (0, 1):

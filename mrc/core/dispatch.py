@@ -151,7 +151,8 @@ def _next_probe(T, i, now, port_mask, out, k):
         if s >= 0:
             requester.build_probe(T, i, out, k, s, now)
             q["rel_probe_pending"] = 2
-            q["rel_probe_time"] = now
+            q["tx_seq"] += 1
+            q["rel_probe_seq"] = q["tx_seq"]
             q["rel_probe_slot"] = s
             return K_PROBE
     if q["rev_probe_due"] and q["rev_probe_slot"] < 0:

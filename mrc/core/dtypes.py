@@ -162,14 +162,13 @@ QP = np.dtype(
         ("inflight", np.int64),  # payload+header bytes in flight
         ("n_lost", np.int32),  # PSNs in TX_LOST waiting for retransmission
         ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
-        ("rack_send_time", np.int64),  # latest send time of a packet known delivered
+        ("tx_seq", np.int64),  # transmissions so far (data, retransmissions, probes): a total send order
+        ("rack_seq", np.int64),  # send order of the latest transmission known delivered (RACK)
         # --- requester: EV selection ---
         ("n_ev", np.uint16),
         ("plane_cursor", np.uint8),
         ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
-        ("rot_pos", np.uint16, (MAX_PLANES,)),  # rotation over each plane's slots: an affine permutation
-        ("rot_a", np.uint16, (MAX_PLANES,)),  # ... slot = start + (rot_a * rot_pos + rot_b) % size,
-        ("rot_b", np.uint16, (MAX_PLANES,)),  # ... re-drawn from the QP's generator every cycle
+        ("rot_pos", np.uint16, (MAX_PLANES,)),  # position in each plane's current visiting order
         ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
         ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
         ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
@@ -182,7 +181,7 @@ QP = np.dtype(
         ("retries", np.uint16),  # RTO expiries since the last progress
         ("rel_probe_pending", np.uint8),  # 0 none, 1 due, 2 sent and awaiting its SACK
         ("rel_probe_deadline", np.int64),
-        ("rel_probe_time", np.int64),  # send time of the outstanding reliability probe
+        ("rel_probe_seq", np.int64),  # send order of the outstanding reliability probe
         ("rel_probe_slot", np.int16),  # its EV slot
         # --- requester: NSCC ---
         ("cwnd", np.float64),
@@ -271,7 +270,7 @@ EV = np.dtype(
         ("plane", np.uint8),  # NIC port (0-based) this EV leaves on
         ("state", np.uint8),
         ("active", np.uint8),  # 1: in the active set, 0: backup
-        ("order", np.uint16),  # position in its plane's rotation (shuffled)
+        ("order", np.uint16),  # row start+j holds the j-th slot (offset in its plane) of the plane's visiting order
         ("probe_ok", np.uint8),  # consecutive successful probes while ASSUMED_BAD
         ("probe_outstanding", np.uint8),
         ("probe_deadline", np.int64),
@@ -298,7 +297,8 @@ TX = np.dtype(
         ("msn", np.uint16),
         ("rqmsn", np.uint16),
         ("send_time", np.int64),  # last transmission
-        ("first_send_time", np.int64),
+        ("seq", np.int64),  # send order of the last transmission
+        ("first_seq", np.int64),  # send order of the first transmission (follows PSN order)
     ],
     align=True,
 )

@@ -17,8 +17,9 @@ Rules and sources (docs/protocol.md has the full table):
 - Selection: the NIC asks for a packet on one of the ports that have room
   (``port_mask``, like GetSendParams in MANI 3.3); planes are taken round
   robin among the usable ones; within a plane the EVs are visited in a
-  pseudo-random order (an affine permutation re-drawn from the QP's seeded
-  generator each cycle), so every active EV carries one packet per cycle and
+  pseudo-random order (a permutation re-drawn from the QP's seeded generator
+  every cycle, kept in the EV rows' ``order`` column), so every active EV
+  carries one packet per cycle and
   QPs sharing a profile do not synchronise (MANI: "pseudo-random EV
   selection").
 """
@@ -70,22 +71,16 @@ def usable_count(T, i):
 
 
 @njit
-def _gcd(a, b):
-    while b:
-        a, b = b, a % b
-    return a
-
-
-@njit
 def _new_cycle(T, i, p, size):
+    """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots' ``order`` column)."""
     q = T.qp[i]
-    a = 1
-    if size > 2:
-        a = 1 + below(T.qp, i, size - 1)
-        while _gcd(a, size) != 1:
-            a = 1 + below(T.qp, i, size - 1)
-    q["rot_a"][p] = a
-    q["rot_b"][p] = below(T.qp, i, size) if size > 1 else 0
+    row = T.ev[q["ev_row"]]
+    start = i64(q["plane_start"][p])
+    for j in range(size - 1, 0, -1):
+        r = below(T.qp, i, j + 1)
+        tmp = row[start + j]["order"]
+        row[start + j]["order"] = row[start + r]["order"]
+        row[start + r]["order"] = tmp
     q["rot_pos"][p] = 0
 
 
@@ -102,6 +97,8 @@ def setup_planes(T, i):
             k += 1
     for p in range(n_planes, D.MAX_PLANES + 1):
         q["plane_start"][p] = k
+    for k in range(i64(q["n_ev"])):
+        row[k]["order"] = k - i64(q["plane_start"][row[k]["plane"]])
     for p in range(n_planes):
         size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
         if size > 0:
@@ -121,7 +118,7 @@ def pick_in_plane(T, i, p, now):
     for _ in range(2 * size + 1):
         if q["rot_pos"][p] >= size:
             _new_cycle(T, i, p, size)
-        k = start + (i64(q["rot_a"][p]) * i64(q["rot_pos"][p]) + i64(q["rot_b"][p])) % size
+        k = start + i64(row[start + i64(q["rot_pos"][p])]["order"])
         q["rot_pos"][p] += 1
         e = row[k]
         if e["active"] == 0:

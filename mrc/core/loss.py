@@ -13,9 +13,9 @@ Sources and choices (docs/protocol.md):
   and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
 - Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
-  unacknowledged packet is lost once a packet sent after it has been
-  acknowledged and it has been out for the last RTT plus
-  ``reorder_window_ps``. Its EV becomes ASSUMED_BAD (MANI: "it assumes
+  unacknowledged packet is lost once a packet sent after it (in the QP's
+  total send order ``tx_seq``) has been acknowledged and it has been out for
+  the last RTT plus ``reorder_window_ps``. Its EV becomes ASSUMED_BAD (MANI: "it assumes
   something on that path may have failed and immediately stops using it,
   retransmitting any packets that may have been lost"): every packet still
   in flight on that EV is retransmitted too. Loss detection by time rather
@@ -60,8 +60,8 @@ def _acked(T, i, ent, now):
         q["inflight"] -= ent["length"]
         if ent["rtx"] > 0 and now - ent["send_time"] < q["base_rtt"]:
             q["rtx_spurious"] += 1
-        elif ent["rtx"] == 0 and ent["send_time"] > q["rack_send_time"]:
-            q["rack_send_time"] = ent["send_time"]
+        elif ent["rtx"] == 0 and ent["seq"] > q["rack_seq"]:
+            q["rack_seq"] = ent["seq"]
         return ent["length"]
     if st == D.TX_LOST:
         q["n_lost"] -= 1  # declared lost, then acknowledged before it could be resent
@@ -123,15 +123,15 @@ def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
     q["loss_deadline"] = D.NO_DEADLINE
-    if q["rack_send_time"] <= 0:
+    if q["rack_seq"] <= 0:
         return
     wait = q["last_rtt"] + q["reorder_window_ps"]
     psn = q["una_psn"]
     while psn_diff(q["sq_psn"], psn) > 0:
         ent = tx_slot(T, q, psn)
-        if ent["first_send_time"] > q["rack_send_time"]:
+        if ent["first_seq"] > q["rack_seq"]:
             break
-        if ent["state"] == D.TX_INFLIGHT and ent["send_time"] < q["rack_send_time"]:
+        if ent["state"] == D.TX_INFLIGHT and ent["seq"] < q["rack_seq"]:
             due = ent["send_time"] + wait
             if now >= due:
                 slot = ent["ev_slot"]
@@ -226,8 +226,8 @@ def on_sack(T, i, p, now):
                 # our reliability probe arrived: everything sent before it was overtaken by it
                 q["rel_probe_pending"] = 0
                 q["rel_probe_slot"] = -1
-                if q["rel_probe_time"] > q["rack_send_time"]:
-                    q["rack_send_time"] = q["rel_probe_time"]
+                if q["rel_probe_seq"] > q["rack_seq"]:
+                    q["rack_seq"] = q["rel_probe_seq"]
             if e["state"] == D.EV_ASSUMED_BAD:
                 evset.probe_answered(T, i, slot, p["m"], now)
             else:

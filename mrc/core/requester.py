@@ -175,7 +175,9 @@ def next_new(T, i, now, port_mask, out, k):
     ent["msn"] = q["msn"]
     ent["rqmsn"] = q["rqmsn"]
     ent["send_time"] = now
-    ent["first_send_time"] = now
+    q["tx_seq"] += 1
+    ent["seq"] = q["tx_seq"]
+    ent["first_seq"] = q["tx_seq"]
     _fill_data(T, i, out, k, ent, psn, slot, now, False)
     q["sq_psn"] = psn_add(psn, 1)
     q["inflight"] += length
@@ -222,6 +224,8 @@ def next_rtx(T, i, now, port_mask, out, k):
     ent["trimmed"] = 0
     ent["ev_slot"] = slot
     ent["send_time"] = now
+    q["tx_seq"] += 1
+    ent["seq"] = q["tx_seq"]
     _fill_data(T, i, out, k, ent, psn, slot, now, True)
     q["inflight"] += ent["length"]
     q["n_lost"] -= 1

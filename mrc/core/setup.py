@@ -219,7 +219,7 @@ def start_requester(T, i, sq_psn, now):
     q["peer_mpr"] = 0
     q["inflight"] = 0
     q["n_lost"] = 0
-    q["rack_send_time"] = 0
+    q["rack_seq"] = 0
     q["rto_deadline"] = D.NO_DEADLINE
     q["loss_deadline"] = D.NO_DEADLINE
     q["rel_probe_deadline"] = D.NO_DEADLINE

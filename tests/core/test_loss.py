@@ -1,0 +1,275 @@
+"""Loss recovery: selective retransmission, trim NACKs, silent loss, probes, RTO, QP error."""
+from __future__ import annotations
+
+import pytest
+
+from mrc.core import dispatch, dtypes as D, evset
+from mrc.core.setup import fixed_window_profile
+from mrc.harness import Pair
+from mrc.units import US
+from mrc.wire.constants import NackReason, Opcode
+
+MTU = 4096
+
+
+def sent(pair, i=0):
+    return [p for _, p in pair.collect(i)]
+
+
+def acks_back(pair):
+    """Deliver everything QP 1 wants to send to QP 0."""
+    for p in sent(pair, 1):
+        pair.deliver(0, p)
+
+
+def slot_of(pair, ev, i=0):
+    return evset.find_slot(pair.T, i, int(ev))
+
+
+def ev_state(pair, ev, i=0):
+    return int(pair.T.ev[i, slot_of(pair, ev, i)]["state"])
+
+
+def nack(pair, pkt, reason):
+    n = pkt.copy()
+    n["opcode"] = Opcode.MRC_RELIABILITY_NACK
+    n["dqpn"] = pair.qp(1)["dest_qpn"]
+    n["nack_reason"] = reason
+    n["nack_psn"] = pkt["psn"]
+    n["entropy"] = pkt["ev"]
+    n["mpr"] = 0
+    return n
+
+
+def test_selective_retransmission_of_exactly_the_holes():
+    pair = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 8 * MTU)
+    pkts = sent(pair)
+    pair.advance(2 * US)
+    for p in pkts:
+        if p["psn"] not in (2, 5):
+            pair.deliver(1, p)
+            acks_back(pair)
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    again = pair.collect(0)
+    assert sorted(int(p["psn"]) for k, p in again if k == dispatch.K_RTX) == [2, 5]
+    assert all(k != dispatch.K_DATA for k, _ in again)
+
+
+def test_trim_nack_retransmits_at_once_and_skips_the_ev_once():
+    pair = Pair(n_planes=1, evs_per_plane=8, ev_active_target=8, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 4 * MTU)
+    pkts = sent(pair)
+    victim = pkts[1]
+    pair.deliver(0, nack(pair, victim, NackReason.TRIMMED))
+    assert ev_state(pair, victim["ev"]) == D.EV_SKIP
+    (k, r), = pair.collect(0)  # immediately, no timer needed
+    assert k == dispatch.K_RTX and r["psn"] == victim["psn"] and r["rtx"] == 1
+    assert r["ev"] != victim["ev"]
+    # the next rotation passes over the SKIP EV once and makes it GOOD again
+    pair.post_write(0, 16 * MTU, wr_id=2)
+    evs = [int(p["ev"]) for p in sent(pair)]
+    assert evs.count(int(victim["ev"])) == 1  # skipped in one of the two rotations
+    assert ev_state(pair, victim["ev"]) == D.EV_GOOD
+
+
+def test_trimmed_lasthop_retransmits_without_ev_penalty():
+    pair = Pair()
+    pair.post_write(0, 2 * MTU)
+    pkts = sent(pair)
+    pair.deliver(0, nack(pair, pkts[0], NackReason.TRIMMED_LASTHOP))
+    assert ev_state(pair, pkts[0]["ev"]) == D.EV_GOOD
+    (k, r), = pair.collect(0)
+    assert k == dispatch.K_RTX and r["psn"] == 0
+    assert pair.qp(0)["trims_rx"] == 1
+
+
+@pytest.mark.parametrize("reason", [NackReason.NO_BITMAP, NackReason.NO_PKT_BUFFER, NackReason.NO_RESOURCE])
+def test_resource_nacks_retransmit_without_ev_penalty(reason):
+    pair = Pair()
+    pair.post_write(0, 2 * MTU)
+    pkts = sent(pair)
+    pair.deliver(0, nack(pair, pkts[1], reason))
+    assert ev_state(pair, pkts[1]["ev"]) == D.EV_GOOD
+    assert pair.qp(0)["qa_congested"] == 1
+    (k, r), = pair.collect(0)
+    assert k == dispatch.K_RTX and r["psn"] == 1
+
+
+def test_psn_oor_window_adopts_the_responders_mpr():
+    pair = Pair(cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 300 * MTU)
+    pkts = sent(pair)
+    n = nack(pair, pkts[200], NackReason.PSN_OOR_WINDOW)
+    n["mpr"] = 1
+    pair.deliver(0, n)
+    assert pair.qp(0)["peer_mpr"] == 1
+    (k, r), = pair.collect(0)
+    assert k == dispatch.K_RTX and r["psn"] == 200
+
+
+def test_unexp_event_nack_is_fatal():
+    pair = Pair()
+    pair.post_write(0, MTU, wr_id=5)
+    (p,) = sent(pair)
+    pair.deliver(0, nack(pair, p, NackReason.UNEXP_EVENT))
+    assert pair.qp(0)["state"] == D.QPS_ERROR
+    assert pair.completions()[0]["wr_id"] == 5
+
+
+def test_ecn_marked_sack_skips_the_ev():
+    pair = Pair(ack_every_pkts=1)
+    pair.post_write(0, MTU)
+    (p,) = sent(pair)
+    p2 = p.copy()
+    p2["ecn"] = 3
+    pair.deliver(1, p2)
+    acks_back(pair)
+    assert ev_state(pair, p["ev"]) == D.EV_SKIP
+    assert pair.qp(0)["ecn_sacks_rx"] == 1
+
+
+def test_silent_loss_makes_the_ev_assumed_bad_and_reports_it():
+    pair = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 6 * MTU)
+    pkts = sent(pair)
+    lost = pkts[1]
+    pair.advance(2 * US)
+    for p in pkts:
+        if p is not lost:
+            pair.deliver(1, p)
+            acks_back(pair)
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    assert ev_state(pair, lost["ev"]) == D.EV_ASSUMED_BAD
+    ev_events = [e for e in pair.events if e["kind"] == D.E_EV_STATE]
+    assert [(int(e["ev"]), int(e["ev_state"]), int(e["drop_count"])) for e in ev_events] == [(int(lost["ev"]), D.EV_ASSUMED_BAD, 1)]
+    # and it carries no new data
+    pair.post_write(0, 64 * MTU, wr_id=2)
+    assert int(lost["ev"]) not in [int(p["ev"]) for p in sent(pair)]
+
+
+def test_blackholed_ev_is_probed_and_comes_back_after_two_successes():
+    pair = Pair(ack_every_pkts=1, ev_probe_interval_ps=50 * US, probe_successes=2)
+    pair.post_write(0, 4 * MTU)
+    pkts = sent(pair)
+    lost = pkts[0]
+    pair.advance(2 * US)
+    for p in pkts[1:]:
+        pair.deliver(1, p)
+        acks_back(pair)
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    assert ev_state(pair, lost["ev"]) == D.EV_ASSUMED_BAD
+    bad_at = pair.now
+    # the path is still broken: the first probe goes unanswered
+    pair.advance(bad_at + 50 * US)
+    probes = [p for k, p in pair.collect(0) if k == dispatch.K_PROBE and p["ev"] == lost["ev"]]
+    assert len(probes) == 1 and probes[0]["opcode"] == Opcode.MRC_RELIABILITY_PROBE
+    # the path is repaired: the next probes are answered
+    answered = 0
+    for n in range(2, 6):
+        pair.advance(bad_at + n * 50 * US)
+        for k, p in pair.collect(0):
+            if k == dispatch.K_PROBE and p["ev"] == lost["ev"]:
+                pair.deliver(1, p)
+                acks_back(pair)
+                answered += 1
+        if ev_state(pair, lost["ev"]) == D.EV_GOOD:
+            break
+    assert answered == 2
+    assert ev_state(pair, lost["ev"]) == D.EV_GOOD
+    good = [e for e in pair.events if e["kind"] == D.E_EV_STATE and e["ev_state"] == D.EV_GOOD]
+    assert [int(e["ev"]) for e in good] == [int(lost["ev"])]
+
+
+def test_reliability_probe_recovers_lost_sacks_without_retransmitting():
+    pair = Pair(ack_every_pkts=1)
+    pair.post_write(0, 4 * MTU)
+    for p in sent(pair):
+        pair.deliver(1, p)
+    sent(pair, 1)  # every SACK is lost
+    pair.advance(pair.now + 100 * US)
+    out = pair.collect(0)
+    kinds = [k for k, _ in out]
+    assert dispatch.K_PROBE in kinds and dispatch.K_RTX not in kinds
+    for k, p in out:
+        pair.deliver(1, p)
+    acks_back(pair)
+    assert pair.completions() and pair.qp(0)["rtx_pkts"] == 0
+
+
+def test_rto_linear_then_exponential_then_error_with_all_wrs_completed():
+    pair = Pair(timeout=2, retry_linear=3, retry_exp=2, ev_min_active=32)
+    pair.post_write(0, MTU, wr_id=1)
+    pair.post_write(0, MTU, wr_id=2)
+    pair.post_write(0, MTU, wr_id=3)
+    sent(pair)  # everything is dropped, forever
+    base = 1_024_000 << 2  # 1.024 us x 2^timeout
+    expiries = []
+    t0 = pair.now
+    while pair.qp(0)["state"] != D.QPS_ERROR:
+        t = dispatch.next_deadline(pair.T, 0)
+        before = pair.qp(0)["rtx_timeouts"]
+        pair.advance(t)
+        if pair.qp(0)["rtx_timeouts"] != before or pair.qp(0)["state"] == D.QPS_ERROR:
+            expiries.append(t - t0)
+            t0 = t
+        sent(pair)
+    assert expiries == [base, base, base, base, 2 * base, 4 * base]
+    done = pair.completions()
+    assert [(int(e["wr_id"]), int(e["status"])) for e in done] == [
+        (1, D.WC_RETRY_EXC_ERR), (2, D.WC_WR_FLUSH_ERR), (3, D.WC_WR_FLUSH_ERR)]
+
+
+def test_spurious_retransmission_counted_apart():
+    pair = Pair(ack_every_pkts=1, n_planes=1, evs_per_plane=8, ev_active_target=8)
+    pair.post_write(0, 3 * MTU)
+    pkts = sent(pair)
+    pair.advance(2 * US)
+    pair.deliver(1, pkts[1])
+    pair.deliver(1, pkts[2])
+    acks_back(pair)
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])  # PSN 0 declared lost ...
+    rtx = [p for k, p in pair.collect(0) if k == dispatch.K_RTX]
+    assert [int(p["psn"]) for p in rtx] == [0]
+    pair.deliver(1, pkts[0])  # ... but the original was only late
+    acks_back(pair)
+    q = pair.qp(0)
+    assert q["rtx_pkts"] == 1 and q["rtx_spurious"] == 1
+
+
+def test_local_port_down_moves_traffic_to_the_other_planes():
+    from mrc.core.dispatch import set_local_ports
+
+    pair = Pair(n_planes=2, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 4 * MTU)
+    pkts = sent(pair)
+    on_plane1 = [p for p in pkts if p["port"] == 1]
+    assert on_plane1
+    set_local_ports(pair.T, 0, 0b01, pair.now)
+    again = pair.collect(0)
+    assert sorted(int(p["psn"]) for k, p in again if k == dispatch.K_RTX) == sorted(int(p["psn"]) for p in on_plane1)
+    assert all(p["port"] == 0 for _, p in again)
+    pair.post_write(0, 8 * MTU, wr_id=2)
+    assert all(p["port"] == 0 for p in sent(pair))
+    set_local_ports(pair.T, 0, 0b11, pair.now)
+    pair.post_write(0, 8 * MTU, wr_id=3)
+    assert {int(p["port"]) for p in sent(pair)} == {0, 1}
+
+
+def test_remote_port_status_update_removes_the_plane():
+    from mrc.core.dispatch import set_remote_ports
+
+    pair = Pair(n_planes=2)
+    set_remote_ports(pair.T, 0, 0b10, pair.now)
+    pair.post_write(0, 8 * MTU)
+    assert {int(p["port"]) for p in sent(pair)} == {1}
+
+
+def test_ev_min_active_floor_stops_retirements():
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_active_target=4, ev_min_active=3)
+    T = pair.T
+    for k in range(4):
+        evset.ev_input(T, 0, k, D.EVI_LOSS, 0)
+    states = [int(T.ev[0, k]["state"]) for k in range(4)]
+    assert states.count(D.EV_ASSUMED_BAD) == 1  # 4 usable - 1 = 3 = ev_min_active: no further retirement
+    assert pair.qp(0)["ev_floor_hits"] == 3

@@ -1,0 +1,225 @@
+"""Responder: SACK contents, trim NACKs, duplicates, out-of-window PSNs, access checks, WIMM order."""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.core import dtypes as D
+from mrc.core.setup import fixed_window_profile
+from mrc.harness import Pair
+from mrc.wire.constants import NackReason, Opcode, SackM
+
+MTU = 4096
+
+
+def data_packets(pair, n, **kw):
+    pair.post_write(0, n * MTU, **kw)
+    return [p for _, p in pair.collect(0)]
+
+
+def only(pkts, opcode):
+    out = [p for _, p in pkts if p["opcode"] == opcode]
+    return out
+
+
+def test_sack_reports_cack_bitmap_reflected_ev_m_and_cc_state():
+    pair = Pair(ack_every_pkts=100, ack_every_bytes=1 << 30)
+    pkts = data_packets(pair, 4)
+    pkts[3]["ecn"] = 3  # CE on the last one
+    for p in (pkts[0], pkts[2], pkts[3]):
+        pair.deliver(1, p)
+    sacks = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    assert len(sacks) == 1  # owed immediately because of the CE mark
+    s = sacks[0]
+    assert s["cack_psn"] == 0
+    assert s["sack_offset"] == 1
+    assert s["sack_bitmap"] == 0b110  # PSNs 2 and 3 above cack_psn + 1
+    assert s["ack_psn_offset"] == 3  # the trigger is PSN 3
+    assert s["entropy"] == pkts[3]["ev"]
+    assert s["tx_timestamp"] == pkts[3]["tx_timestamp"]
+    assert s["m"] == SackM.SKIP_ONCE
+    assert s["ooo_count"] == 2
+    assert s["rcvd_bytes"] == (3 * MTU) >> 8
+    assert s["mpr"] == pair.qp(1)["mpr_dest"]
+    assert s["dscp"] == pair.qp(1)["dscp_ctrl"]
+    assert s["dqpn"] == pair.qp(1)["dest_qpn"]
+
+
+def test_sack_travels_on_the_plane_the_trigger_arrived_on():
+    pair = Pair(n_planes=2, ack_every_pkts=1)
+    pkts = data_packets(pair, 4)
+    for p in pkts:
+        pair.deliver(1, p)
+        (s,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+        assert s["port"] == p["port"]
+        assert s["ev"] >> 28 == p["port"]  # an EV of QP 1's own set on that plane
+
+
+def test_trimmed_header_gets_nack_trimmed_or_lasthop():
+    pair = Pair()
+    pkts = data_packets(pair, 2)
+    a, b = pkts
+    a["trim"], a["payload_len"] = 1, 0
+    b["trim"], b["payload_len"] = 2, 0
+    pair.deliver(1, a)
+    pair.deliver(1, b)
+    nacks = only(pair.collect(1), Opcode.MRC_RELIABILITY_NACK)
+    assert [(int(n["nack_reason"]), int(n["nack_psn"])) for n in nacks] == [(NackReason.TRIMMED, 0), (NackReason.TRIMMED_LASTHOP, 1)]
+    assert nacks[0]["entropy"] == a["ev"] and nacks[1]["entropy"] == b["ev"]
+    assert nacks[0]["tx_timestamp"] == a["tx_timestamp"]
+    assert all(n["dscp"] == pair.qp(1)["dscp_ctrl"] for n in nacks)
+    assert pair.qp(1)["cack_psn"] == 0xFFFFFF  # nothing was received
+
+
+def test_duplicates_are_acknowledged_not_placed_again():
+    pair = Pair(emulate_access=1)
+    (p,) = data_packets(pair, 1)
+    pair.deliver(1, p)
+    assert pair.qp(1)["rx_pkts"] == 1
+    pair.collect(1)
+    pair.deliver(1, p)
+    assert pair.qp(1)["rx_pkts"] == 1 and pair.qp(1)["rx_dup"] == 1
+    assert len(only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)) == 1  # at once
+
+
+def test_psn_beyond_the_window_gets_psn_oor_window():
+    pair = Pair(mpr_dest=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pkts = data_packets(pair, 130)
+    pair.deliver(1, pkts[128])  # window is 128 PSNs above cack_psn
+    nacks = only(pair.collect(1), Opcode.MRC_RELIABILITY_NACK)
+    assert [(int(n["nack_reason"]), int(n["nack_psn"])) for n in nacks] == [(NackReason.PSN_OOR_WINDOW, 128)]
+    assert pair.qp(1)["rx_oor"] == 1
+
+
+def test_write_outside_the_registered_region_is_refused():
+    pair = Pair(emulate_access=0)
+    T = pair.T
+    T.mr[0]["valid"], T.mr[0]["access"], T.mr[0]["rkey"] = 1, 1, 7
+    T.mr[0]["va"], T.mr[0]["length"] = 0x10000, 2 * MTU
+    inside = data_packets(pair, 2, remote_va=0x10000, rkey=7)
+    pair.deliver(1, inside[0])
+    assert list(T.place[:3]) == [0, 0, MTU]  # placed at offset 0 of region 0
+    pair.deliver(1, inside[1])
+    assert list(T.place[:3]) == [0, MTU, MTU]
+    # a write that runs past the end of the region
+    pair.post_write(0, 2 * MTU, remote_va=0x10000 + MTU, rkey=7, wr_id=9)
+    outside = [p for _, p in pair.collect(0)]
+    pair.deliver(1, outside[1])
+    assert T.place[0] == -1
+    viol = [e for e in pair.events if e["kind"] == D.E_ACCESS_VIOLATION]
+    assert len(viol) == 1 and viol[0]["wr_id"] == 0x10000 + 2 * MTU
+    assert pair.qp(1)["state"] == D.QPS_ERROR
+    naks = only(pair.collect(1), Opcode.MRC_ACKNOWLEDGE)
+    assert len(naks) == 1 and naks[0]["aeth_syndrome"] == 0x62  # NAK: remote access error
+    pair.deliver(0, naks[0])
+    done = pair.completions()
+    assert done[0]["status"] == D.WC_REM_ACCESS_ERR and pair.qp(0)["state"] == D.QPS_ERROR
+
+
+def test_wrong_rkey_is_refused():
+    pair = Pair(emulate_access=0)
+    T = pair.T
+    T.mr[0]["valid"], T.mr[0]["access"], T.mr[0]["rkey"] = 1, 1, 7
+    T.mr[0]["va"], T.mr[0]["length"] = 0x10000, MTU
+    (p,) = data_packets(pair, 1, remote_va=0x10000, rkey=8)
+    pair.deliver(1, p)
+    assert T.place[0] == -1 and pair.qp(1)["state"] == D.QPS_ERROR
+
+
+def test_write_with_immediate_completes_in_message_order():
+    pair = Pair()
+    for r in range(3):
+        pair.post_recv(1, 100 + r)
+    pair.post_write(0, 2 * MTU, wr_id=1, imm=0xA)
+    pair.post_write(0, MTU, wr_id=2, imm=0xB)
+    pair.post_write(0, 3 * MTU, wr_id=3, imm=0xC)
+    pkts = [p for _, p in pair.collect(0)]
+    assert len(pkts) == 6
+    for p in reversed(pkts):  # worst-case reordering
+        pair.deliver(1, p)
+        if p["psn"] != 0:
+            assert not pair.completions(D.E_RECV_IMM)  # nothing before message 1 is complete
+    recv = pair.completions(D.E_RECV_IMM)
+    assert [(int(e["wr_id"]), int(e["imm"]), int(e["byte_len"])) for e in recv] == [
+        (100, 0xA, 2 * MTU), (101, 0xB, MTU), (102, 0xC, 3 * MTU)]
+
+
+def test_write_with_immediate_without_posted_receive_is_fatal():
+    pair = Pair()
+    pair.post_write(0, 10, imm=1)
+    (p,) = [p for _, p in pair.collect(0)]
+    pair.deliver(1, p)
+    assert pair.qp(1)["state"] == D.QPS_ERROR
+    assert any(e["kind"] == D.E_QP_ERROR and e["status"] == D.ERR_NO_RECV for e in pair.events)
+
+
+def test_too_many_early_immediates_exceed_max_wimm_dest():
+    pair = Pair(max_wimm_dest=2)
+    for r in range(4):
+        pair.post_recv(1, r)
+    pair.post_write(0, MTU, wr_id=0)  # PSN 0, held back
+    for n in range(3):
+        pair.post_write(0, 10, wr_id=n + 1, imm=n)
+    pkts = [p for _, p in pair.collect(0)]
+    for p in pkts[1:]:
+        pair.deliver(1, p)
+    assert pair.qp(1)["state"] == D.QPS_ERROR
+    assert any(e["kind"] == D.E_QP_ERROR and e["status"] == D.ERR_WIMM_OVERFLOW for e in pair.events)
+
+
+def test_always_skip_after_a_run_of_marks_on_one_ev():
+    pair = Pair(always_skip_marks=3, ack_every_pkts=1, n_planes=1, evs_per_plane=4, ev_active_target=4)
+    pkts = data_packets(pair, 4)
+    target = pkts[0]
+    ms = []
+    for n in range(3):
+        p = target.copy()
+        p["psn"] = n
+        p["ecn"] = 3
+        pair.deliver(1, p)
+        (s,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+        ms.append(int(s["m"]))
+    assert ms == [SackM.SKIP_ONCE, SackM.SKIP_ONCE, SackM.ALWAYS_SKIP]
+
+
+def test_ack_coalescing_every_n_packets_and_by_timer():
+    pair = Pair(ack_every_pkts=4, ack_every_bytes=1 << 30, ack_delay_ps=2_000_000)
+    pkts = data_packets(pair, 7)
+    sacks = []
+    for p in pkts[:6]:
+        pair.deliver(1, p)
+        sacks += only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    assert len(sacks) == 1 and sacks[0]["cack_psn"] == 3
+    pair.advance(pair.now + 2_000_000)  # the coalescing timer sends the rest
+    late = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    assert len(late) == 1 and late[0]["cack_psn"] == 5
+    pair.deliver(1, pkts[6])  # the last packet of the message asks for an ACK
+    assert len(only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)) == 1
+
+
+def test_probe_gets_a_probe_response_reflecting_its_ev():
+    pair = Pair()
+    from mrc.core import requester
+
+    requester.build_probe(pair.T, 0, pair.out, 0, 3, pair.now)
+    probe = pair.out[0].copy()
+    assert probe["opcode"] == Opcode.MRC_RELIABILITY_PROBE
+    pair.deliver(1, probe)
+    (s,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    assert s["pr"] == 1 and s["entropy"] == probe["ev"] and s["tx_timestamp"] == probe["tx_timestamp"]
+
+
+def test_sack_bitmap_matches_a_naive_model(rng):
+    from tests.core.naive import sack_bitmap
+
+    pair = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pkts = data_packets(pair, 300)
+    order = rng.permutation(len(pkts))[:200]
+    received = set()
+    for idx in order:
+        p = pkts[idx]
+        pair.deliver(1, p)
+        received.add(int(p["psn"]))
+        (s,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+        cack, base, bits = sack_bitmap(received, trigger=int(p["psn"]))
+        assert (int(s["cack_psn"]), int(s["cack_psn"] + s["sack_offset"]) & 0xFFFFFF, int(s["sack_bitmap"])) == (cack, base, bits)
+    assert np.all(np.diff(np.sort(list(received))) > 0)
