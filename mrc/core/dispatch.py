@@ -294,7 +294,7 @@ def _evict_plane(T, i, planes_lost):
 def set_local_ports(T, i, mask, now):
     """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
     q = T.qp[i]
-    lost = q["local_ports"] & ~mask
+    lost = i64(q["local_ports"]) & ~i64(mask)
     q["local_ports"] = mask
     if lost:
         _evict_plane(T, i, lost)
@@ -304,7 +304,7 @@ def set_local_ports(T, i, mask, now):
 def set_remote_ports(T, i, mask, now):
     """The peer's port status update: its ports up (bit p = plane p)."""
     q = T.qp[i]
-    lost = q["remote_ports"] & ~mask
+    lost = i64(q["remote_ports"]) & ~i64(mask)
     q["remote_ports"] = mask
     if lost:
         _evict_plane(T, i, lost)

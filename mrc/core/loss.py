@@ -48,8 +48,6 @@ NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
-AETH_NAK_REMOTE_ACCESS = 0x62  # syndrome 011 (NAK) + code 2 (remote access error), IBTA
-
 
 @njit
 def _acked(T, i, ent, now):
@@ -288,12 +286,24 @@ def on_nack(T, i, p, now):
 
 @njit
 def on_aeth(T, i, p, now):
-    """Transport ACK (AETH): a NAK syndrome ends the QP (remote access / operational error)."""
+    """Transport ACK (AETH). A NAK syndrome (IBTA 011xxxxx) ends the QP: the oldest outstanding
+    write completes with the NAK's status (invalid request, remote access or remote operational
+    error), the others with WR_FLUSH_ERR. MRC acknowledges with SACKs, so a positive AETH
+    changes nothing."""
     q = T.qp[i]
-    syn = p["aeth_syndrome"]
+    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
         code = syn & 0x1F
-        status = D.WC_REM_ACCESS_ERR if code == 2 else D.WC_REM_OP_ERR
+        if code == 1:
+            status = D.WC_REM_INV_REQ_ERR
+        elif code == 2:
+            status = D.WC_REM_ACCESS_ERR
+        else:
+            status = D.WC_REM_OP_ERR
+        q["nacks_rx"] += 1
         enter_error(T, i, status, now)
 
 

@@ -4,9 +4,22 @@ Sources and choices (docs/protocol.md):
 
 - Every packet carries its final address (RETH), so data is placed as it
   arrives, in any order (OAI, MANI 4). The R_Key and the range are checked
-  against the registered regions first: a write outside is refused, reported
-  (E_ACCESS_VIOLATION), answered with an AETH NAK "remote access error", and
-  the QP enters ERROR, as an IB RC responder does. It is never performed.
+  against the registered regions first. The range checked is the packet's
+  RETH extent, from its address to the end of its message (``dma_len``, see
+  `requester`), so any packet of a write that runs past the end of the
+  region is refused, even the in-range ones that arrive first. A refused
+  write is reported (E_ACCESS_VIOLATION), answered with an AETH NAK "remote
+  access error", and the QP enters ERROR, as an IB RC responder does.
+  Memory outside the region is never written. (A packet cannot tell where
+  its message starts, so of a write that starts *before* the region, the
+  in-range packets that arrive before the first one are placed; the write
+  still fails.)
+- Every other fatal condition (a Write-with-Immediate with no posted
+  receive, more than ``max_wimm_dest`` immediates waiting) is also answered
+  with an AETH NAK (remote operational error; invalid request) before the QP
+  enters ERROR, so the requester fails at once with the cause instead of
+  exhausting its retries. A data packet that reaches a QP which failed that
+  way repeats the NAK (the first one may have been lost).
 - Received PSNs are tracked in a window of ``mpr_dest`` x 128 slots above
   ``cack_psn``; a PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below
   ``cack_psn`` or already in the window is a duplicate (acknowledged, not
@@ -52,7 +65,6 @@ NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
 CE = 3
-AETH_NAK_REMOTE_ACCESS = 0x62
 
 
 @njit(inline="always")
@@ -112,6 +124,17 @@ def _owe_ack(T, i, p, m, now, immediate):
 
 
 @njit
+def _fatal(T, i, syndrome, psn, port, cause, now):
+    """Stop: owe the requester an AETH NAK with `syndrome`, then enter ERROR with `cause`."""
+    q = T.qp[i]
+    q["aeth_pending"] = 1
+    q["aeth_syndrome"] = syndrome
+    q["aeth_psn"] = psn
+    q["ack_trigger_port"] = port
+    enter_error(T, i, cause, now)
+
+
+@njit
 def _lookup_mr(T, rkey, va, length):
     for m in range(T.mr.shape[0]):
         r = T.mr[m]
@@ -123,7 +146,7 @@ def _lookup_mr(T, rkey, va, length):
 
 
 @njit
-def _deliver(T, i, now):
+def _deliver(T, i, port, now):
     """Advance cack_psn over received slots; complete messages in order."""
     q = T.qp[i]
     mask = T.rx.shape[1] - 1
@@ -139,7 +162,7 @@ def _deliver(T, i, now):
                 q["wimm_stashed"] -= 1
                 q["rx_rqmsn"] = (q["rx_rqmsn"] + 1) & 0xFFFF
                 if q["rq_head"] == q["rq_tail"]:
-                    enter_error(T, i, D.ERR_NO_RECV, now)
+                    _fatal(T, i, D.AETH_NAK_REMOTE_OP, nxt, port, D.ERR_NO_RECV, now)
                     return
                 r = T.rq[q["rq_row"], q["rq_head"] % T.rq.shape[1]]
                 if not emit(T, D.E_RECV_IMM, i, now, D.WC_SUCCESS, r["wr_id"], q["rx_msg_bytes"], s["imm"], 0, 0, 0, 0, 0):
@@ -159,6 +182,9 @@ def on_data(T, i, p, now):
     T.place[0] = -1
     if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
         q["rx_dropped"] += 1
+        if q["state"] == D.QPS_ERROR and q["aeth_syndrome"] != 0:
+            q["aeth_pending"] = 1  # the requester still sends: it missed our NAK
+            q["ack_trigger_port"] = p["port"]
         return
     q["rx_active_until"] = now + 2 * q["base_rtt"]
     if q["rev_probe_deadline"] == D.NO_DEADLINE:
@@ -182,14 +208,12 @@ def on_data(T, i, p, now):
     length = p["payload_len"]
     op = p["opcode"]
     if q["emulate_access"] == 0:
-        m = _lookup_mr(T, p["rkey"], p["va"], length)
+        # the RETH extent: this packet's payload and the rest of its message
+        extent = i64(p["dma_len"]) if p["dma_len"] > length else i64(length)
+        m = _lookup_mr(T, p["rkey"], p["va"], extent)
         if m < 0:
-            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], length, p["rkey"], p["ev"], 0, p["port"], 0, psn)
-            q["aeth_pending"] = 1
-            q["aeth_syndrome"] = AETH_NAK_REMOTE_ACCESS
-            q["aeth_psn"] = psn
-            q["ack_trigger_port"] = p["port"]
-            enter_error(T, i, D.ERR_REMOTE_ACCESS, now)
+            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], extent, p["rkey"], p["ev"], 0, p["port"], 0, psn)
+            _fatal(T, i, D.AETH_NAK_REMOTE_ACCESS, psn, p["port"], D.ERR_REMOTE_ACCESS, now)
             return
         T.place[0] = m
         T.place[1] = p["va"] - T.mr[m]["va"]
@@ -212,9 +236,9 @@ def on_data(T, i, p, now):
     if d > 0:
         q["ooo_count"] += 1
     if q["wimm_stashed"] > q["max_wimm_dest"]:
-        enter_error(T, i, D.ERR_WIMM_OVERFLOW, now)
+        _fatal(T, i, D.AETH_NAK_INV_REQ, psn, p["port"], D.ERR_WIMM_OVERFLOW, now)
         return
-    _deliver(T, i, now)
+    _deliver(T, i, p["port"], now)
     if q["state"] == D.QPS_ERROR:
         return
     q["ack_pkts"] += 1

@@ -37,6 +37,8 @@ adjustment every 8 MTU or one base RTT, QuickAdapt gate 3 and threshold
 """
 from __future__ import annotations
 
+from numpy import int64 as i64
+
 from mrc._jit import njit
 from mrc.core import dtypes as D
 from mrc.core import evset, nscc
@@ -199,7 +201,7 @@ def start_responder(T, i, rq_psn, now):
     q["rev_probe_due"] = 0
     for p in range(D.MAX_PLANES):
         q["rev_ev"][p] = -1
-    full = (1 << q["n_planes"]) - 1
+    full = (i64(1) << i64(q["n_planes"])) - 1
     q["local_ports"] = full
     q["remote_ports"] = full
     nscc.cc_init(T, i, now)

@@ -278,9 +278,6 @@ def test_write_outside_the_region_is_refused_and_reported(make_two_devices, case
     assert [(w.wr_id, w.status) for w in got] == [(1, "REM_ACCESS_ERR"), (2, "WR_FLUSH_ERR")]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: responder.on_data checks the R_Key range of each packet's own "
-                   "payload, not the message's RETH extent (va + dma_len), so the in-range packets of a "
-                   "multi-packet write that runs past the region are placed before the last one is refused")
 def test_multi_packet_write_past_the_end_places_nothing(make_two_devices):
     c, got, events, dst = _access_error_case(
         make_two_devices(), remote_addr=lambda mb: mb.addr + MTU, rkey=lambda mb: mb.rkey, length=3 * MTU)
@@ -288,9 +285,6 @@ def test_multi_packet_write_past_the_end_places_nothing(make_two_devices):
     assert bytes(dst) == bytes(len(dst))
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: responder._deliver (ERR_NO_RECV) and on_data (ERR_WIMM_OVERFLOW) "
-                   "put the responder QP in ERROR without queuing a NAK (aeth_pending), so the requester only "
-                   "learns by exhausting its retries and reports RETRY_EXC_ERR, as if the peer were dead")
 def test_write_with_immediate_without_a_posted_receive_fails_fast_at_the_requester(make_two_devices):
     env = make_two_devices()
     c = env.connect(rts=dict(timeout=4, retry_linear=3, retry_exp=3))

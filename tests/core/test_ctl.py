@@ -268,9 +268,6 @@ def test_denied_ev_reaches_every_bound_qp_and_never_carries_a_packet(make_two_de
     assert denied in {r.ev for r in env.net.data_sent("A", since)}
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: evset.rebalance caps every plane's active set at one more than "
-                   "the fewest usable EVs of any plane, so a plane with no usable EV (all DENIED or ASSUMED_BAD) "
-                   "leaves each other plane a single active EV: the QP sprays over one path per plane")
 def test_denying_a_whole_plane_keeps_the_other_planes_spraying(make_two_devices):
     env, (conn,) = deny_env(make_two_devices, n_pairs=1)
     for ev in explicit_evs(0, 8)[1::2]:  # every EV of port 2
