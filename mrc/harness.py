@@ -98,7 +98,8 @@ class Pair:
         self.seq = 0
         self.queue: list = []
         self.check = check
-        self.sent = [[], []]  # per QP: (time, kind, record) when recording
+        self.sent = [[], []]  # per QP: (time, kind, record) sent, when recording
+        self.received = [[], []]  # per QP: (time, record) delivered by the network, when recording
         self.record = False
         self.delivered = 0
         self.tx_free = [0, 0]  # per QP: when its link is free again (Network.rate_bps)
@@ -238,6 +239,8 @@ class Pair:
         self.now = max(self.now, int(t))
         while self.queue and self.queue[0][0] <= self.now:
             _, _, dst, pkt = heapq.heappop(self.queue)
+            if self.record:
+                self.received[dst].append((self.now, pkt))
             dispatch.on_packet(self.T, dst, pkt, self.now)
             self.delivered += 1
         for i in (0, 1):
