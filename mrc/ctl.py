@@ -20,12 +20,21 @@ clears the profile's configuration):
   (``mrc_ctl_cc_nscc_cfg`` fields, times in ns). CONFIG may change while
   ONLINE (MODIFY_ONLINE is advertised): bound QPs see the new row at once.
 
-EV values: the controller works with *raw* EVs (held MSB-first in a 32-bit
-container, 16-bit for UDP) and expands them with the profile's fields. The
-32-bit value the core and the wire's ``entropy`` field carry is the expanded
-value for STEV and UDP formats (at most 32 bits) and the raw (compact) EV
-for SRv6, whose expansion is the uSID address. EVs are unique within a
-profile: the core and SACK reflection identify a path by that value.
+EV values: the controller works with *raw* EVs, held MSB-first in a
+container (``mrc_ctl_ev_t``) and expands them with the profile's fields: a
+32-bit container for STEV, 16-bit for UDP; for SRv6 a 32-bit container when
+the fields pull at most 32 bits (a compact EV, as `mrc.fabric` builds them),
+else the whole 256-bit ``mrc_ctl_ev_t`` (the OCP ``ev_expansion`` example's
+explicit SRv6 and SRv6+SRH profiles pull 64 and 128 bits). A raw EV is an
+int (the container as a big-endian number) or bytes (the container's leading
+bytes). The 32-bit value the core and the wire's ``entropy`` field carry is
+the expanded value for STEV and UDP (at most 32 bits), the raw EV for
+compact SRv6, and the entry's index in the profile array for wider SRv6
+(an earlier mrc_ctl.h revision: the UDP source port holds "the EV index,
+from the EV profile, of the SRv6 EV entry"); an SRv6 expansion is the uSID
+address (and SRH segment). EVs are unique within a profile: the core and
+SACK reflection identify a path by that value, and EV operations name an EV
+by it.
 
 It also delivers EV events (transitions to ASSUMED_BAD and GOOD, with drop
 counts; the event queue never overruns: surplus events are counted and the
@@ -77,6 +86,7 @@ class EvState(enum.IntFlag):
 
 
 CC_ALGORITHMS = ("uet-1.0-nscc", "none")
+EV_MAX_BYTES = 32  # MRC_CTL_EV_MAX_BYTES: an mrc_ctl_ev_t holds 256 bits (SRv6 address + SRH segment)
 AUTO_EV_COUNT = 256
 _TRANSITIONS = {ProfileState.INIT: {ProfileState.OFFLINE}, ProfileState.OFFLINE: {ProfileState.ONLINE, ProfileState.INIT},
                 ProfileState.ONLINE: {ProfileState.OFFLINE}}
@@ -161,6 +171,18 @@ class EvEventQueue:
 
 
 @dataclass(frozen=True)
+class EvOpEntry:
+    """One entry of an EV operation (``struct mrc_ctl_ev_op_entry``): the subject EV (the value
+    the core carries; None for an unpopulated entry), the replacement raw EV and its port, the state."""
+
+    ev: int | None = None
+    ev_new: int | bytes | None = None
+    port: int | None = None
+    state: EvState | str | None = None
+    all_copies: bool = False
+
+
+@dataclass(frozen=True)
 class EpRequest:
     """An endpoint request (mrc_ctl_ep_req): to `dest`, leaving on `port` (1-based) with EV `ev`."""
 
@@ -214,7 +236,7 @@ class Controller:
         used = sum(p.count for p in self._evps.values() if p.state != ProfileState.INIT)
         return {
             "ev_max_profiles": 1024, "ev_max_count": 1 << 20, "ev_free_count": (1 << 20) - used,
-            "ev_max_count_profile": self.device.T.ev.shape[1], "ev_count_align": 0, "ev_max_bits": 32,
+            "ev_max_count_profile": self.device.T.ev.shape[1], "ev_count_align": 0, "ev_max_bits": 8 * EV_MAX_BYTES,
             "cc_max_profiles": self.device.T.cc.shape[0], "cc_algorithms": list(CC_ALGORITHMS),
             "port_mask": self.local_ports,
             "opt_attr": ["EV_EVENT", "EV_EXPLICIT", "EV_GENERATED", "EV_PROBE", "EV_EVENT_PRECISE_DROP_CNT",
@@ -343,7 +365,7 @@ class Controller:
                 self.device.T.qp[qp.index]["ev_event_mask"] = new.event_mask_bits
 
     def _check_fields(self, p: EvProfile, fields: list[EvField]) -> None:
-        ev_fields.check_fields(self._fmts[p.fmt_id].widths, fields, max_raw_bits=self._container_bits(p))
+        ev_fields.check_fields(self._fmts[p.fmt_id].widths, fields, max_raw_bits=self._raw_limit(p))
 
     def _check_online(self, what: str, p: EvProfile) -> None:
         """Going ONLINE: the format must be ONLINE and still fit, and an explicit array fully populated."""
@@ -359,20 +381,46 @@ class Controller:
         missing = sum(1 for r in p.raws if r is None)
         if missing:
             raise UsageError(f"{what}: {missing} explicit EV(s) still unpopulated; REPLACE_EV them before ONLINE")
-        pairs = [self._expand(p, raw) for raw in p.raws]  # the format may have changed while OFFLINE
+        pairs = [self._expand(p, raw, k) for k, raw in enumerate(p.raws)]  # the format may have changed
         p.values, p.expanded = [v for v, _ in pairs], [x for _, x in pairs]
 
-    def _container_bits(self, p: EvProfile) -> int:
-        return 16 if self._wire_mode(p) == EvMode.UDP else 32
+    def _container_bits(self, p: EvProfile, fields: list[EvField] | None = None) -> int:
+        """Bits of the raw EV container: 16 (UDP), 32 (STEV, compact SRv6) or 256 (wide SRv6)."""
+        mode = self._wire_mode(p)
+        if mode == EvMode.UDP:
+            return 16
+        if mode == EvMode.SRV6 and ev_fields.raw_bits(p.fields if fields is None else fields) > 32:
+            return 8 * EV_MAX_BYTES
+        return 32
+
+    def _raw_limit(self, p: EvProfile) -> int:
+        """Most raw bits a profile of this format may pull (ev_max_bits for the mode)."""
+        mode = self._wire_mode(p)
+        return 16 if mode == EvMode.UDP else (8 * EV_MAX_BYTES if mode == EvMode.SRV6 else 32)
+
+    def _index_valued(self, p: EvProfile) -> bool:
+        """Wide SRv6 profiles: the core carries the entry index, not the raw EV."""
+        return self._container_bits(p) > 32
+
+    def _raw_int(self, p: EvProfile, raw) -> int:
+        """A raw EV given as bytes (the container's leading bytes) becomes the container as a number."""
+        bits = self._container_bits(p)
+        if isinstance(raw, (bytes, bytearray)):
+            if len(raw) > bits // 8:
+                raise UsageError(f"EV {bytes(raw).hex()} is longer than the {bits // 8}-byte EV container")
+            return int.from_bytes(bytes(raw).ljust(bits // 8, b"\0"), "big")
+        return raw
 
     def _wire_mode(self, p: EvProfile) -> EvMode:
         fmt = self._fmts.get(p.fmt_id) if p.fmt_id is not None else None
         return fmt.mode if fmt is not None and fmt.mode is not None else EvMode.STEV
 
-    def _expand(self, p: EvProfile, raw: int) -> tuple[int, int]:
-        """(the 32-bit EV the core carries, the wire expansion) of a raw EV."""
+    def _expand(self, p: EvProfile, raw: int, index: int) -> tuple[int, int]:
+        """(the 32-bit EV the core carries, the wire expansion) of the raw EV of entry `index`."""
         expanded = ev_fields.expand(raw, self._container_bits(p), self._fmts[p.fmt_id].widths, p.fields)
-        return (int(raw) if self._wire_mode(p) == EvMode.SRV6 else expanded), expanded
+        if self._wire_mode(p) != EvMode.SRV6:
+            return expanded, expanded
+        return (index if self._index_valued(p) else int(raw)), expanded
 
     def _populate(self, profile_id: int, p: EvProfile, resize_only: bool) -> None:
         n_ports = self.device.ports
@@ -394,7 +442,7 @@ class Controller:
             return
         raws, ports = ev_fields.generate(p.count, self._container_bits(p), p.fields, n_ports, seed)
         p.raws = [int(r) for r in raws]
-        pairs = [self._expand(p, r) for r in p.raws]
+        pairs = [self._expand(p, r, k) for k, r in enumerate(p.raws)]
         p.values, p.expanded = [v for v, _ in pairs], [x for _, x in pairs]
         p.ports = [int(x) for x in ports]
 
@@ -419,12 +467,10 @@ class Controller:
         if st not in (EvState.GOOD, EvState.DENIED):
             raise UsageError(f"{what}: REPLACE_EV state must be GOOD or DENIED, not {st.name}")
         bits = self._container_bits(p)
-        if not isinstance(new_ev, (int, np.integer)) or not 0 <= new_ev < 1 << bits:
+        new_ev = self._raw_int(p, new_ev)
+        if not isinstance(new_ev, (int, np.integer)) or isinstance(new_ev, bool) or not 0 <= new_ev < 1 << bits:
             raise UsageError(f"{what}: EV {new_ev!r} is not a {bits}-bit raw EV")
-        try:
-            value, expanded = self._expand(p, int(new_ev))
-        except ConfigError as e:
-            raise UsageError(f"{what}: EV {new_ev:#x} does not fit the profile's fields: {e.problem}") from None
+        new_ev = int(new_ev)
         if index is not None:
             if not 0 <= index < p.count:
                 raise UsageError(f"{what}: index {index} outside [0, {p.count})")
@@ -433,13 +479,17 @@ class Controller:
             idxs = [k for k, v in enumerate(p.values) if v == ev]
         if not idxs:
             raise UsageError(f"{what}: EV {'UNPOPULATED' if ev is None else hex(ev)} not found (ENOENT)")
+        try:
+            value, expanded = self._expand(p, new_ev, idxs[0])
+        except ConfigError as e:
+            raise UsageError(f"{what}: EV {new_ev:#x} does not fit the profile's fields: {e.problem}") from None
         if not all_copies:
             idxs = idxs[:1]
         elif len(idxs) > 1:
             raise UsageError(f"{what}: all_copies would put EV {value:#x} in {len(idxs)} entries (EVs must be unique)")
-        if any(v == value for k, v in enumerate(p.values) if k not in idxs):
-            raise UsageError(f"{what}: EV {value:#x} is already in the array (EVs must be unique)")
-        admin = st if ev_fields.in_range(int(new_ev), bits, p.fields) else EvState.DENIED
+        if any(r == new_ev for k, r in enumerate(p.raws) if k not in idxs):
+            raise UsageError(f"{what}: EV {value:#x} (raw {new_ev:#x}) is already in the array (EVs must be unique)")
+        admin = st if ev_fields.in_range(new_ev, bits, p.fields) else EvState.DENIED
         for k in idxs:
             old = p.values[k]
             if p.qps and old is not None and port != p.ports[k]:
@@ -447,7 +497,7 @@ class Controller:
                                  f"{len(p.qps)} QP(s) use the profile (take them to RESET first)")
         for k in idxs:
             old = p.values[k]
-            p.raws[k], p.values[k], p.expanded[k], p.ports[k], p.admin[k] = int(new_ev), value, expanded, port, admin
+            p.raws[k], p.values[k], p.expanded[k], p.ports[k], p.admin[k] = new_ev, value, expanded, port, admin
             if old is not None:
                 self._replace_in_qps(p, old, value, admin)
         self.device._drain()
@@ -507,6 +557,40 @@ class Controller:
         return [{"ev": v, "raw": r, "expanded": x, "port": pt,
                  "state": self.query_ev_state(profile_id, v).name if v is not None else "UNPOPULATED"}
                 for r, v, x, pt in zip(p.raws, p.values, p.expanded, p.ports)]
+
+    def ev_op(self, profile_id: int, op: str, entries: list[EvOpEntry] | None = None, now: int = 0) -> list:
+        """A batch of EV operations (mrc_ctl.h ``ev_op``: one op, an array of entries).
+
+        `op` is REPLACE_EV, MODIFY_EV_STATE, QUERY_EV_STATE or QUERY_EV_ARRAY. Entries apply
+        in order; the first failing entry raises `UsageError` naming its index, and the entries
+        before it stay applied (mrc_ctl.h: "partial success is possible"). Returns one result
+        per entry (REPLACE_EV: entries replaced; MODIFY_EV_STATE: None; QUERY_EV_STATE: the
+        state), or the array for QUERY_EV_ARRAY.
+        """
+        ops = ("REPLACE_EV", "MODIFY_EV_STATE", "QUERY_EV_STATE", "QUERY_EV_ARRAY")
+        if op not in ops:
+            raise UsageError(f"ev_op: op {op!r} is not one of {ops}")
+        if op == "QUERY_EV_ARRAY":
+            return self.query_ev_array(profile_id)
+        if not entries:
+            raise UsageError(f"ev_op {op}: no entries")
+        out = []
+        for n, e in enumerate(entries):
+            try:
+                if op == "REPLACE_EV":
+                    if e.ev_new is None or e.port is None:
+                        raise UsageError("REPLACE_EV needs ev_new and port")
+                    out.append(self.replace_ev(profile_id, e.ev, e.ev_new, e.port, all_copies=e.all_copies,
+                                               state=e.state or EvState.GOOD))
+                elif op == "MODIFY_EV_STATE":
+                    if e.state is None:
+                        raise UsageError("MODIFY_EV_STATE needs state")
+                    out.append(self.modify_ev_state(profile_id, e.ev, e.state, now=now))
+                else:
+                    out.append(self.query_ev_state(profile_id, e.ev))
+            except UsageError as err:
+                raise UsageError(f"ev_op {op}: entry {n}: {err}") from None
+        return out
 
     def query_ev_profile(self, profile_id: int) -> dict:
         p = self._get(self._evps, profile_id, "EV profile")
