@@ -42,6 +42,8 @@ from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
 MRC_PROTOCOL_VERSION_1 = 1 << 0
+MRC_DEVICE_CAP_TRIM_NACK = 1 << 0  # the responder can send trim NACKs (per QP: RTR attribute trim_nack_dest)
+MRC_DEVICE_CAP_DYNAMIC_MPR = 1 << 1  # not supported here
 
 # Attributes mrc.h requires when a QP enters each state (MRC_QP_* masks plus the verbs ones).
 REQUIRED_ATTRS = {
@@ -52,7 +54,7 @@ REQUIRED_ATTRS = {
 ALLOWED_ATTRS = {
     "INIT": {"ev_profile_id", "cc_profile_id", "qp_hint"},
     "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
-            "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen"},
+            "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
             "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
     "RESET": set(), "ERROR": set(),
@@ -315,6 +317,7 @@ class DeviceAttr:
     max_ev_per_qp: int = 0
     ports: int = 0
     mtu: int = 4096
+    cap: int = MRC_DEVICE_CAP_TRIM_NACK
     extra: dict = field(default_factory=dict)
 
 

@@ -155,6 +155,7 @@ QP = np.dtype(
         ("dscp_rtx", np.uint8),
         ("dscp_ctrl", np.uint8),
         ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
+        ("trim_nack_dest", np.uint8),  # 1: the responder answers trimmed headers with NACKs (mrc.h MRC_QP_TRIM_NACK_DEST)
         # --- requester: PSNs and send queue ---
         ("sq_psn", np.uint32),  # next new PSN
         ("una_psn", np.uint32),  # oldest PSN not cumulatively acknowledged

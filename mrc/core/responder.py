@@ -25,7 +25,10 @@ Sources and choices (docs/protocol.md):
   ``cack_psn`` or already in the window is a duplicate (acknowledged, not
   placed again: exactly-once placement).
 - Trimmed headers (``trim`` set from the DSCP) are answered with NACK
-  TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4).
+  TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4), unless the QP's
+  ``trim_nack_dest`` capability is off (mrc.h ``MRC_QP_TRIM_NACK_DEST``; on
+  by default): then the header is only counted and the requester recovers
+  as from a silent loss.
 - SACKs reflect the triggering packet's EV (``entropy``) and timestamp, set
   M = SKIP_ONCE when it was CE-marked, and ALWAYS_SKIP after
   ``always_skip_marks`` consecutive CE-marked packets on the same EV (our
@@ -192,6 +195,8 @@ def on_data(T, i, p, now):
     psn = p["psn"] & 0xFFFFFF
     if p["trim"] != 0:
         q["rx_trimmed"] += 1
+        if q["trim_nack_dest"] == 0:
+            return  # trim NACKs disabled (MRC_QP_TRIM_NACK_DEST off): the requester's loss detection recovers
         reason = NR_TRIMMED_LASTHOP if p["trim"] == 2 else NR_TRIMMED
         _queue_control(T, i, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return

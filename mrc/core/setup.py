@@ -25,6 +25,8 @@ probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
 ts_unit_ps              8 ns            ours (16-bit TSETH wraps at 524 us)
 dscp_*                  4 / 8 / 46      third-party emulator values
+trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
+                                        when supported"
 ======================  ==============  =======================================
 
 NSCC profile defaults come from UET 1.0 NSCC as implemented in the UEC htsim
@@ -71,6 +73,7 @@ QP_DEFAULTS = {
     "dscp_ctrl": C.DSCP_CONTROL,
     "emulate_access": 0,
     "ev_event_mask": 3,
+    "trim_nack_dest": 1,
 }
 
 # (low, high) bounds checked by `configure_qp`; mrc.h gives the maxima of timeout and retries.
@@ -99,6 +102,7 @@ QP_BOUNDS = {
     "dscp_ctrl": (0, 63),
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
+    "trim_nack_dest": (0, 1),
 }
 
 

@@ -369,3 +369,18 @@ def test_device_limits_are_reported_and_enforced():
         dev.create_cq(0)
     with pytest.raises(MRCError, match="ports must be in"):
         Device(ports=9)
+
+
+def test_trim_nack_capability_is_advertised_and_set_per_qp(two_devices):
+    from mrc.api import MRC_DEVICE_CAP_DYNAMIC_MPR, MRC_DEVICE_CAP_TRIM_NACK
+
+    attr = two_devices.a.query_device()
+    assert attr.cap & MRC_DEVICE_CAP_TRIM_NACK and not attr.cap & MRC_DEVICE_CAP_DYNAMIC_MPR
+    c = two_devices.connect(rtr=dict(trim_nack_dest=0))
+    assert c.qa.query()["trim_nack_dest"] == 0
+    qp = two_devices.a.create_qp(c.cqa)
+    qp.modify("INIT", ev_profile_id=1, cc_profile_id=1)
+    with pytest.raises(UsageError, match="trim_nack_dest = 2 must be an integer in \\[0, 1\\]"):
+        qp.modify("RTR", dest_qp_num=5, remote_address="B", trim_nack_dest=2, **RTR)
+    with pytest.raises(UsageError, match="dynamic_mpr_dest is not supported"):
+        qp.modify("RTR", dest_qp_num=5, remote_address="B", dynamic_mpr_dest=1, **RTR)

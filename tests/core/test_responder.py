@@ -310,3 +310,16 @@ def test_a_blackholed_reverse_path_is_abandoned_and_the_transfer_completes():
     assert not revs & set(dead)
     states = {int(pair.T.ev[1, k]["ev"]): int(pair.T.ev[1, k]["state"]) for k in range(8)}
     assert all(states[ev] == D.EV_ASSUMED_BAD for ev in dead)  # the responder retired them too
+
+
+def test_without_trim_nacks_a_trimmed_header_is_only_counted_and_loss_detection_recovers():
+    net = Network(jitter_ps=0)
+    pair = Pair(network=net, n_planes=1, evs_per_plane=8, ev_active_target=8, trim_nack_dest=0, ev_min_active=0)
+    victim = pair.ev_of(0, 2)
+    net.faults[victim] = PathFault(trim=1.0)
+    pair.record = True
+    assert pair.transfer(16 * MTU)
+    assert pair.completions()[0]["status"] == D.WC_SUCCESS
+    assert pair.qp(1)["rx_trimmed"] >= 1 and pair.qp(1)["nacks_tx"] == 0
+    assert pair.qp(0)["trims_rx"] == 0 and pair.qp(0)["losses"] >= 1  # recovered as a silent loss
+    assert not [p for _, p in pair.received[0] if p["opcode"] == Opcode.MRC_RELIABILITY_NACK]
