@@ -36,7 +36,7 @@ import numpy as np
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
@@ -60,13 +60,13 @@ EVENT_BAD = 1
 EVENT_GOOD = 2
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def is_usable(state):
     """GOOD or SKIP: may carry traffic (SKIP only after its skip is consumed)."""
     return state == D.EV_GOOD or state == D.EV_SKIP
 
 
-@njit
+@njit_core
 def usable_count(T, i):
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
@@ -77,7 +77,7 @@ def usable_count(T, i):
     return n
 
 
-@njit
+@njit_core
 def _new_cycle(T, i, p, size):
     """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots' ``order`` column)."""
     q = T.qp[i]
@@ -91,7 +91,7 @@ def _new_cycle(T, i, p, size):
     q["rot_pos"][p] = 0
 
 
-@njit
+@njit_core
 def setup_planes(T, i):
     """Index the EV slots by plane (slots must be sorted by plane) and start each rotation."""
     q = T.qp[i]
@@ -113,7 +113,7 @@ def setup_planes(T, i):
     rebalance(T, i)
 
 
-@njit
+@njit_core
 def pick_in_plane(T, i, p, now):
     """Next active, usable EV slot of plane `p` in rotation order, or -1."""
     q = T.qp[i]
@@ -137,14 +137,14 @@ def pick_in_plane(T, i, p, now):
     return -1
 
 
-@njit
+@njit_core(inline="always")
 def plane_mask(T, i):
     """Planes this QP may send on now: local port up and the peer's port up."""
     q = T.qp[i]
     return i64(q["local_ports"]) & i64(q["remote_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
 
 
-@njit
+@njit_core
 def select_ev(T, i, port_mask, now):
     """The EV slot for the next data packet, on a plane in `port_mask`, or -1."""
     q = T.qp[i]
@@ -163,7 +163,7 @@ def select_ev(T, i, port_mask, now):
     return -1
 
 
-@njit
+@njit_core
 def find_slot(T, i, ev_value):
     """Slot holding EV `ev_value` in this QP's set, or -1."""
     q = T.qp[i]
@@ -174,7 +174,7 @@ def find_slot(T, i, ev_value):
     return -1
 
 
-@njit
+@njit_core
 def _report(T, i, k, state, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]
@@ -183,7 +183,7 @@ def _report(T, i, k, state, now):
         emit(T, D.E_EV_STATE, i, now, 0, 0, 0, 0, e["ev"], state, e["plane"], e["losses"], k)
 
 
-@njit
+@njit_core
 def ev_input(T, i, k, inp, now):
     """Apply input `inp` (EVI_*) to EV slot `k`; returns the new state."""
     q = T.qp[i]
@@ -219,7 +219,7 @@ def ev_input(T, i, k, inp, now):
     return new
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def plane_share(q, p):
     """Active EVs plane `p` should have: its share of ``ev_active_target`` (at least one)."""
     n = i64(q["n_planes"])
@@ -228,7 +228,7 @@ def plane_share(q, p):
     return share if share > 0 else 1
 
 
-@njit
+@njit_core
 def rebalance(T, i):
     """Give each plane min(its share, its usable EVs) active EVs, filling from its own backups.
 
@@ -265,7 +265,7 @@ def rebalance(T, i):
                 active -= 1
 
 
-@njit
+@njit_core
 def active_per_plane(T, i, out):
     """Write the number of active usable EVs of each plane into `out`."""
     q = T.qp[i]
@@ -278,7 +278,7 @@ def active_per_plane(T, i, out):
         out[p] = c
 
 
-@njit
+@njit_core
 def next_probe_slot(T, i, now, port_mask):
     """An ASSUMED_BAD EV whose probe is due, on a plane in `port_mask`, or -1.
 
@@ -309,7 +309,7 @@ def next_probe_slot(T, i, now, port_mask):
     return found
 
 
-@njit
+@njit_core
 def next_probe_time(T, i, now):
     """Earliest probe time after `now` among ASSUMED_BAD EVs on planes that are up."""
     q = T.qp[i]
@@ -323,7 +323,7 @@ def next_probe_time(T, i, now):
     return nxt
 
 
-@njit
+@njit_core
 def probe_answered(T, i, k, m, now):
     """A probe response (SACK with pr = 1) reflected EV slot `k` with M field `m`."""
     q = T.qp[i]

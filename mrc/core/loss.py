@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset, nscc
 from mrc.core.events import emit
@@ -49,7 +49,7 @@ NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
 
-@njit
+@njit_core
 def _acked(T, i, ent, now):
     """Account one PSN leaving flight because it was acknowledged; returns newly acked bytes."""
     q = T.qp[i]
@@ -68,7 +68,7 @@ def _acked(T, i, ent, now):
     return 0
 
 
-@njit
+@njit_core
 def _complete_wrs(T, i, now):
     """Send completions, in order, for every WR whose last PSN is now acknowledged."""
     q = T.qp[i]
@@ -84,7 +84,7 @@ def _complete_wrs(T, i, now):
         q["wr_head"] += 1
 
 
-@njit
+@njit_core
 def mark_lost(T, i, psn, trimmed):
     q = T.qp[i]
     ent = tx_slot(T, q, psn)
@@ -99,7 +99,7 @@ def mark_lost(T, i, psn, trimmed):
     return True
 
 
-@njit
+@njit_core
 def _retire_ev_after_loss(T, i, slot, now):
     """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
     q = T.qp[i]
@@ -116,7 +116,7 @@ def _retire_ev_after_loss(T, i, slot, now):
             psn = psn_add(psn, 1)
 
 
-@njit
+@njit_core
 def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
@@ -142,7 +142,7 @@ def detect_losses(T, i, now):
         psn = psn_add(psn, 1)
 
 
-@njit
+@njit_core
 def _progress(T, i, now):
     q = T.qp[i]
     q["retries"] = 0
@@ -154,7 +154,7 @@ def _progress(T, i, now):
         q["rel_probe_deadline"] = D.NO_DEADLINE
 
 
-@njit
+@njit_core
 def _rtt_sample(T, i, ent_send_time, reflected_ts, now):
     """RTT from the reflected TSETH timestamp, made exact with our own send time when they agree."""
     q = T.qp[i]
@@ -172,7 +172,7 @@ def _rtt_sample(T, i, ent_send_time, reflected_ts, now):
     return rtt
 
 
-@njit
+@njit_core
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
@@ -248,7 +248,7 @@ def on_sack(T, i, p, now):
     _complete_wrs(T, i, now)
 
 
-@njit
+@njit_core
 def on_nack(T, i, p, now):
     """Process a RELIABILITY_NACK (NETH)."""
     q = T.qp[i]
@@ -284,7 +284,7 @@ def on_nack(T, i, p, now):
         nscc.on_congestion_loss(T, i, rtt, now)
 
 
-@njit
+@njit_core
 def on_aeth(T, i, p, now):
     """Transport ACK (AETH). A NAK syndrome (IBTA 011xxxxx) ends the QP: the oldest outstanding
     write completes with the NAK's status (invalid request, remote access or remote operational
@@ -307,7 +307,7 @@ def on_aeth(T, i, p, now):
         enter_error(T, i, status, now)
 
 
-@njit
+@njit_core
 def on_rto(T, i, now):
     """The local ACK timeout expired without progress."""
     q = T.qp[i]

@@ -36,12 +36,12 @@ Algorithm "none" keeps ``cwnd = max_cwnd``.
 """
 from __future__ import annotations
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.psn import psn_diff
 
 
-@njit
+@njit_core
 def cc_init(T, i, now):
     q = T.qp[i]
     c = T.cc[q["cc_profile"]]
@@ -61,7 +61,7 @@ def cc_init(T, i, now):
     q["qa_ignore"] = 0
 
 
-@njit
+@njit_core
 def _clamp(T, i):
     q = T.qp[i]
     c = T.cc[q["cc_profile"]]
@@ -71,7 +71,7 @@ def _clamp(T, i):
         q["cwnd"] = float(c["max_cwnd"])
 
 
-@njit
+@njit_core
 def _quick_adapt(T, i, now):
     q = T.qp[i]
     c = T.cc[q["cc_profile"]]
@@ -89,7 +89,7 @@ def _quick_adapt(T, i, now):
     q["qa_congested"] = 0
 
 
-@njit
+@njit_core
 def on_ack(T, i, acked, rtt, ecn, psn, now):
     """A SACK acknowledged `acked` new bytes; `rtt` its sample (ps, <0: none); `psn` the trigger."""
     q = T.qp[i]
@@ -139,7 +139,7 @@ def on_ack(T, i, acked, rtt, ecn, psn, now):
     _quick_adapt(T, i, now)
 
 
-@njit
+@njit_core
 def on_congestion_loss(T, i, rtt, now):
     """A trim NACK (rtt: its sample) or a loss: QuickAdapt sees congestion; a long delay also decreases."""
     q = T.qp[i]
@@ -158,7 +158,7 @@ def on_congestion_loss(T, i, rtt, now):
     _quick_adapt(T, i, now)
 
 
-@njit
+@njit_core
 def receiver_penalty(T, i, acked, pen):
     """rcv_cwnd_pen from CC_STATE: remove acked * pen / 128 bytes from the window."""
     if pen == 0:
@@ -171,7 +171,7 @@ def receiver_penalty(T, i, acked, pen):
     _clamp(T, i)
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def window_open(T, i, nbytes):
     """May `nbytes` more go out? At least one packet may always be in flight."""
     q = T.qp[i]

@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
@@ -70,12 +70,12 @@ NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
 CE = 3
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def rx_slot(T, q, psn):
     return T.rx[q["rx_row"], psn & (T.rx.shape[1] - 1)]
 
 
-@njit
+@njit_core
 def _queue_control(T, i, reason, psn, ev, ts, port, m):
     q = T.qp[i]
     n = q["nack_n"]
@@ -91,7 +91,7 @@ def _queue_control(T, i, reason, psn, ev, ts, port, m):
     q["nack_n"] = n + 1
 
 
-@njit
+@njit_core
 def _mark_m(T, i, ev, ce):
     """M field for a packet on EV `ev`: SKIP_ONCE if CE, ALWAYS_SKIP after a run of marks."""
     q = T.qp[i]
@@ -110,7 +110,7 @@ def _mark_m(T, i, ev, ce):
     return 1
 
 
-@njit
+@njit_core
 def _owe_ack(T, i, p, m, now, immediate):
     q = T.qp[i]
     if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
@@ -126,7 +126,7 @@ def _owe_ack(T, i, p, m, now, immediate):
         q["ack_deadline"] = now + q["ack_delay_ps"]
 
 
-@njit
+@njit_core
 def _fatal(T, i, syndrome, psn, port, cause, now):
     """Stop: owe the requester an AETH NAK with `syndrome`, then enter ERROR with `cause`."""
     q = T.qp[i]
@@ -137,7 +137,7 @@ def _fatal(T, i, syndrome, psn, port, cause, now):
     enter_error(T, i, cause, now)
 
 
-@njit
+@njit_core
 def _lookup_mr(T, rkey, va, length):
     for m in range(T.mr.shape[0]):
         r = T.mr[m]
@@ -148,7 +148,7 @@ def _lookup_mr(T, rkey, va, length):
     return -1
 
 
-@njit
+@njit_core
 def _deliver(T, i, port, now):
     """Advance cack_psn over received slots; complete messages in order."""
     q = T.qp[i]
@@ -178,7 +178,7 @@ def _deliver(T, i, port, now):
             q["ooo_count"] -= 1
 
 
-@njit
+@njit_core
 def on_data(T, i, p, now):
     """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
     q = T.qp[i]
@@ -258,7 +258,7 @@ def on_data(T, i, p, now):
     _owe_ack(T, i, p, m, now, immediate)
 
 
-@njit
+@njit_core
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
@@ -268,7 +268,7 @@ def on_probe(T, i, p, now):
     _queue_control(T, i, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
 
 
-@njit
+@njit_core
 def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     """Build a RELIABILITY_SACK describing the current receive state into out[k]."""
     q = T.qp[i]
@@ -318,7 +318,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     q["sacks_tx"] += 1
 
 
-@njit
+@njit_core
 def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]
@@ -342,7 +342,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     q["nacks_tx"] += 1
 
 
-@njit
+@njit_core
 def fill_aeth_nak(T, i, out, k, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]

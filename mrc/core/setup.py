@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset, nscc
 from mrc.errors import ConfigError
@@ -197,7 +197,7 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
     return cfg
 
 
-@njit
+@njit_core
 def start_responder(T, i, rq_psn, now):
     """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
     q = T.qp[i]
@@ -221,7 +221,7 @@ def start_responder(T, i, rq_psn, now):
     evset.setup_planes(T, i)
 
 
-@njit
+@njit_core
 def start_requester(T, i, sq_psn, now):
     """Reset the requester half: the first PSN it sends is `sq_psn`."""
     q = T.qp[i]
@@ -244,7 +244,7 @@ def start_requester(T, i, sq_psn, now):
     nscc.cc_init(T, i, now)
 
 
-@njit
+@njit_core
 def start_qp(T, i, sq_psn, rq_psn, now):
     """Both halves at once (config and EV rows already written), as the emulator needs."""
     start_responder(T, i, rq_psn, now)
