@@ -65,13 +65,13 @@ def build(n_pairs: int, *, n_planes: int = 4, evs_per_plane: int = 32, rate_bps:
 
 @njit
 def _draw(stats):
-    """xorshift64 in int64 (masked), the run's own stream: a uniform integer in [0, 2^32)."""
+    """xorshift32 (Marsaglia 2003) in int64, the run's own stream: an integer in [1, 2^32)."""
     x = stats[S_RNG]
-    x ^= (x << 13) & 0xFFFFFFFFFFFFFFFF
-    x ^= (x >> 7) & 0x01FFFFFFFFFFFFFF
-    x ^= (x << 17) & 0xFFFFFFFFFFFFFFFF
+    x ^= (x << 13) & 0xFFFFFFFF
+    x ^= x >> 17
+    x ^= (x << 5) & 0xFFFFFFFF
     stats[S_RNG] = x
-    return (x >> 16) & 0xFFFFFFFF
+    return x
 
 
 @njit
@@ -230,7 +230,7 @@ def run(T, *, msgs: int, msg_bytes: int, depth: int = 4, loss: float = 0.0, trim
     pool = np.zeros(pool_size, dtype=PKT)
     heap = 2 * pool_size + 64 * n_qp  # packets, plus timer entries (live and stale)
     stats = np.zeros(N_STATS, dtype=np.int64)
-    stats[S_RNG] = (seed * 0x9E3779B97F4A7C15 + 1) & 0x7FFFFFFFFFFFFFFF or 1
+    stats[S_RNG] = seed_state(seed, 1 << 20)
     u32 = lambda p: int(min(max(p, 0.0), 1.0) * (1 << 32))  # noqa: E731
     end = _run(T, pool, np.zeros(pool_size, np.int64), np.zeros(pool_size, np.int64), np.zeros(heap, np.int64),
                np.zeros(heap, np.int64), np.full(n_qp, D.NO_DEADLINE, np.int64), np.zeros(n_qp, np.int64),

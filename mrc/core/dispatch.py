@@ -97,7 +97,7 @@ def control_slot(T, i, plane_hint, port_mask, now):
     return -1
 
 
-@njit_core
+@njit_core(inline="always")
 def _next_control(T, i, now, port_mask, out, k):
     q = T.qp[i]
     if q["aeth_pending"]:
@@ -138,7 +138,7 @@ def _next_control(T, i, now, port_mask, out, k):
     return K_NONE
 
 
-@njit_core
+@njit_core(inline="always")
 def _next_probe(T, i, now, port_mask, out, k):
     q = T.qp[i]
     if q["ev_probe_due"]:

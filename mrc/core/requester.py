@@ -67,11 +67,8 @@ def clear_packet(T, out, k):
     out[k] = T.pkt0[0]
 
 
-@njit_core
-def _fill_common(T, i, out, k, ev_slot, now):
-    q = T.qp[i]
-    p = out[k]
-    e = T.ev[q["ev_row"], ev_slot]
+@njit_core(inline="always")
+def _fill_common(q, p, e, now):
     p["dqpn"] = q["dest_qpn"]
     p["tver"] = 0
     p["pkey"] = 0xFFFF
@@ -89,7 +86,7 @@ def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
     q = T.qp[i]
     w = T.wr[q["wr_row"], ent["wr"] % T.wr.shape[1]]
     clear_packet(T, out, k)
-    _fill_common(T, i, out, k, ev_slot, now)
+    _fill_common(q, out[k], T.ev[q["ev_row"], ev_slot], now)
     p = out[k]
     p["opcode"] = ent["opcode"]
     p["psn"] = psn
@@ -239,7 +236,7 @@ def build_probe(T, i, out, k, ev_slot, now):
     """A reliability probe (PETH) on EV slot `ev_slot`: consumes no PSN, elicits a SACK."""
     q = T.qp[i]
     clear_packet(T, out, k)
-    _fill_common(T, i, out, k, ev_slot, now)
+    _fill_common(q, out[k], T.ev[q["ev_row"], ev_slot], now)
     p = out[k]
     p["opcode"] = OP_PROBE
     p["psn"] = q["sq_psn"]

@@ -76,8 +76,7 @@ def rx_slot(T, q, psn):
 
 
 @njit_core
-def _queue_control(T, i, reason, psn, ev, ts, port, m):
-    q = T.qp[i]
+def _queue_control(q, reason, psn, ev, ts, port, m):
     n = q["nack_n"]
     if n >= q["nack_reason"].shape[0]:
         q["rx_dropped"] += 1  # queue full: the requester recovers by timeout or probe
@@ -92,9 +91,8 @@ def _queue_control(T, i, reason, psn, ev, ts, port, m):
 
 
 @njit_core
-def _mark_m(T, i, ev, ce):
+def _mark_m(q, ev, ce):
     """M field for a packet on EV `ev`: SKIP_ONCE if CE, ALWAYS_SKIP after a run of marks."""
-    q = T.qp[i]
     h = ev % q["mark_ev"].shape[0]
     if not ce:
         if q["mark_ev"][h] == ev:
@@ -111,8 +109,7 @@ def _mark_m(T, i, ev, ce):
 
 
 @njit_core
-def _owe_ack(T, i, p, m, now, immediate):
-    q = T.qp[i]
+def _owe_ack(q, p, m, now, immediate):
     if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
         q["ack_trigger_psn"] = p["psn"]
         q["ack_trigger_ev"] = p["ev"]
@@ -178,7 +175,7 @@ def _deliver(T, i, port, now):
             q["ooo_count"] -= 1
 
 
-@njit_core
+@njit_core(inline="always")
 def on_data(T, i, p, now):
     """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
     q = T.qp[i]
@@ -198,17 +195,17 @@ def on_data(T, i, p, now):
         if q["trim_nack_dest"] == 0:
             return  # trim NACKs disabled (MRC_QP_TRIM_NACK_DEST off): the requester's loss detection recovers
         reason = NR_TRIMMED_LASTHOP if p["trim"] == 2 else NR_TRIMMED
-        _queue_control(T, i, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return
     d = psn_diff(psn, psn_add(q["cack_psn"], 1))
     window = i64(q["mpr_dest"]) * 128
     if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
         q["rx_dup"] += 1
-        _owe_ack(T, i, p, 0, now, True)
+        _owe_ack(q, p, 0, now, True)
         return
     if d >= window:
         q["rx_oor"] += 1
-        _queue_control(T, i, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return
     length = p["payload_len"]
     op = p["opcode"]
@@ -248,24 +245,24 @@ def on_data(T, i, p, now):
         return
     q["ack_pkts"] += 1
     q["ack_bytes"] += length
-    m = _mark_m(T, i, p["ev"], p["ecn"] == CE)
+    m = _mark_m(q, p["ev"], p["ecn"] == CE)
     immediate = (
         m != 0
         or p["ackreq"] != 0
         or q["ack_pkts"] >= q["ack_every_pkts"]
         or q["ack_bytes"] >= q["ack_every_bytes"]
     )
-    _owe_ack(T, i, p, m, now, immediate)
+    _owe_ack(q, p, m, now, immediate)
 
 
-@njit_core
+@njit_core(inline="always")
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
     if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
         q["rx_dropped"] += 1
         return
-    _queue_control(T, i, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
+    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
 
 
 @njit_core
