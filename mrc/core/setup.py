@@ -10,7 +10,7 @@ mpr, mpr_dest           8 (1024 PSNs)   OCP examples/mrc_qp.md
 timeout                 8 (262 us)      OCP example value
 retry_linear            7               OCP example value (maximum)
 retry_exp               7               ours: finite, so a dead peer ends in
-                                        ERROR (~134 ms); 25 = unlimited
+                                        ERROR (~69 ms at timeout 8); 25 = unlimited
 max_wimm, _dest         128             OCP example value
 ev_active_target        128             MANI: "typically over 100" active
 ev_min_active           n_ev / 4        OCP example (ev_count / 4)
