@@ -348,7 +348,9 @@ class Device:
         self._by_qpn: dict[int, QueuePair] = {}
         self._mrs: list[MemoryRegion | None] = [None] * n_mr
         self._async: collections.deque[AsyncEvent] = collections.deque()
-        self._out = np.zeros(1, dtype=PKT)
+        self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
+        self._kinds = np.zeros(64, dtype=np.int64)
+        self._src = np.zeros((64, 3), dtype=np.int64)
         self._next_qpn = 0x10 + (seed % 0x1000) * 0x10
         from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
 
@@ -541,20 +543,21 @@ class Device:
         out: list[OutPacket] = self.ctl._endpoint_packets(now, mask)
         for qp in list(self._by_qpn.values()):
             while len(out) < limit:
-                kind = dispatch.next_packet(self.T, qp.index, now, mask, self._out, 0)
-                if kind == dispatch.K_NONE:
+                room = min(len(self._out), limit - len(out))
+                n = dispatch.next_packets(self.T, qp.index, now, mask, self._out[:room], self._kinds, self._src)
+                for k in range(n):
+                    pkt = self._out[k].copy()
+                    payload = b""
+                    if self._kinds[k] in (dispatch.K_DATA, dispatch.K_RTX):
+                        payload = self._payload_of(qp, *(int(x) for x in self._src[k]))
+                    out.append(OutPacket(pkt, payload, qp.peer.address, int(pkt["port"]) + 1, qp.qp_num))
+                if n < room:
                     break
-                pkt = self._out[0].copy()
-                payload = b""
-                if kind in (dispatch.K_DATA, dispatch.K_RTX):
-                    payload = self._payload_of(qp)
-                out.append(OutPacket(pkt, payload, qp.peer.address, int(pkt["port"]) + 1, qp.qp_num))
         self._drain()
         return out
 
-    def _payload_of(self, qp: QueuePair) -> bytes:
+    def _payload_of(self, qp: QueuePair, ring: int, offset: int, length: int) -> bytes:
         T = self.T
-        ring, offset, length = (int(x) for x in T.txsrc)
         w = T.wr[T.qp[qp.index]["wr_row"], ring % T.wr.shape[1]]
         mr = self._mr_by_lkey(int(w["lkey"]))
         start = int(w["laddr"]) - mr.addr + offset
