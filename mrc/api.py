@@ -30,18 +30,24 @@ Write-with-Immediate may be posted.
 from __future__ import annotations
 
 import collections
-import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from mrc.api_types import (
+    MRC_DEVICE_CAP_DYNAMIC_MPR, MRC_DEVICE_CAP_TRIM_NACK, MRC_PROTOCOL_VERSION_1, WC_STATUS, Access, AsyncEvent,
+    CompletionQueue, DeviceAttr, MemoryRegion, OutPacket, SendOpcode, WcOpcode, WorkCompletion,
+)
 from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
 from mrc.errors import UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
-MRC_PROTOCOL_VERSION_1 = 1 << 0
+__all__ = ["Device", "QueuePair", "QpCap", "REQUIRED_ATTRS", "ALLOWED_ATTRS", "MRC_PROTOCOL_VERSION_1",
+           "MRC_DEVICE_CAP_TRIM_NACK", "MRC_DEVICE_CAP_DYNAMIC_MPR", "WC_STATUS", "Access", "AsyncEvent",
+           "CompletionQueue", "DeviceAttr", "MemoryRegion", "OutPacket", "SendOpcode", "WcOpcode", "WorkCompletion"]
+
 
 # Attributes mrc.h requires when a QP enters each state (MRC_QP_* masks plus the verbs ones).
 REQUIRED_ATTRS = {
@@ -52,132 +58,11 @@ REQUIRED_ATTRS = {
 ALLOWED_ATTRS = {
     "INIT": {"ev_profile_id", "cc_profile_id", "qp_hint"},
     "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
-            "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen"},
+            "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
             "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
     "RESET": set(), "ERROR": set(),
 }
-
-
-class Access(enum.IntFlag):
-    LOCAL_WRITE = 1
-    REMOTE_WRITE = 2
-
-
-class WcOpcode(enum.IntEnum):
-    RDMA_WRITE = 1
-    RECV_RDMA_WITH_IMM = 2
-
-
-class SendOpcode(enum.Enum):
-    RDMA_WRITE = "RDMA_WRITE"
-    RDMA_WRITE_WITH_IMM = "RDMA_WRITE_WITH_IMM"
-    SEND = "SEND"
-    SEND_WITH_IMM = "SEND_WITH_IMM"
-    RDMA_READ = "RDMA_READ"
-    ATOMIC_CMP_AND_SWP = "ATOMIC_CMP_AND_SWP"
-    ATOMIC_FETCH_AND_ADD = "ATOMIC_FETCH_AND_ADD"
-
-
-WC_STATUS = {v: k for k, v in D.WC_STATUS_NAMES.items()}
-
-
-@dataclass(frozen=True)
-class WorkCompletion:
-    wr_id: int
-    status: str  # "SUCCESS", "RETRY_EXC_ERR", "WR_FLUSH_ERR", ...
-    opcode: WcOpcode
-    byte_len: int
-    qp_num: int
-    imm_data: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "SUCCESS"
-
-
-@dataclass(frozen=True)
-class AsyncEvent:
-    kind: str  # "QP_FATAL", "QP_ACCESS_ERR", "CQ_OVERRUN", "PORT_ERR", "PORT_ACTIVE"
-    qp_num: int | None = None
-    port: int | None = None
-    detail: str = ""
-
-
-@dataclass(frozen=True)
-class OutPacket:
-    """A packet the device wants sent: its record, payload, and where it goes."""
-
-    pkt: np.void
-    payload: bytes
-    dest: object  # the remote address given at RTR (or the endpoint peer)
-    port: int  # local NIC port, 1-based
-    qp_num: int
-
-
-class MemoryRegion:
-    """A registered buffer (``ibv_reg_mr``): the responder places writes into it directly."""
-
-    def __init__(self, device: "Device", index: int, buf, access: Access):
-        self.device = device
-        self.index = index
-        self.array = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf.view(np.uint8).reshape(-1)
-        if not self.array.flags.writeable and access & Access.REMOTE_WRITE:
-            raise UsageError("reg_mr: buffer is read-only but REMOTE_WRITE access was asked for")
-        self.addr = int(self.array.ctypes.data)
-        self.length = int(self.array.size)
-        self.access = access
-        row = device.T.mr[index]
-        self.lkey = int(row["lkey"])
-        self.rkey = int(row["rkey"])
-
-    def sge(self, offset: int = 0, length: int | None = None) -> tuple[int, int, int]:
-        """(addr, length, lkey) of a slice of this region, like ``struct ibv_sge``."""
-        length = self.length - offset if length is None else length
-        if offset < 0 or length < 0 or offset + length > self.length:
-            raise UsageError(f"sge: offset {offset} + length {length} exceeds the region's {self.length} bytes")
-        return (self.addr + offset, length, self.lkey)
-
-    def deregister(self) -> None:
-        """``ibv_dereg_mr``: refused while a posted write still reads from the region."""
-        if self.device._mrs[self.index] is not self:
-            raise UsageError(f"dereg_mr: region lkey {self.lkey:#x} is not registered")
-        T = self.device.T
-        for qp in self.device._by_qpn.values():
-            q = T.qp[qp.index]
-            cap = T.wr.shape[1]
-            for n in range(int(q["wr_head"]), int(q["wr_tail"])):
-                if int(T.wr[q["wr_row"], n % cap]["lkey"]) == self.lkey:
-                    raise UsageError(f"dereg_mr: QP {qp.qp_num} has an outstanding write from region lkey {self.lkey:#x} (EBUSY)")
-        T.mr[self.index]["valid"] = 0
-        self.device._mrs[self.index] = None
-
-
-class CompletionQueue:
-    """Completions of one or more QPs (``ibv_cq``). Overruns are reported, never silently dropped."""
-
-    def __init__(self, device: "Device", cqe: int):
-        if cqe < 1:
-            raise UsageError(f"create_cq: cqe must be at least 1, got {cqe}")
-        self.device = device
-        self.cqe = cqe
-        self._entries: collections.deque[WorkCompletion] = collections.deque()
-        self.overruns = 0
-
-    def _push(self, wc: WorkCompletion) -> None:
-        if len(self._entries) >= self.cqe:
-            self.overruns += 1
-            self.device._async.append(AsyncEvent("CQ_OVERRUN", qp_num=wc.qp_num, detail=f"{len(self._entries)} entries pending"))
-        self._entries.append(wc)
-
-    def poll(self, num_entries: int = 16) -> list[WorkCompletion]:
-        out = []
-        while self._entries and len(out) < num_entries:
-            out.append(self._entries.popleft())
-        return out
-
-    def __len__(self) -> int:
-        return len(self._entries)
 
 
 @dataclass
@@ -302,22 +187,6 @@ class QueuePair:
                              f"({self.cap.max_recv_wr} receives outstanding)")
 
 
-@dataclass
-class DeviceAttr:
-    mrc_protocol_version: int = MRC_PROTOCOL_VERSION_1
-    max_wimm: int = 65535
-    max_wimm_dest: int = 65535
-    max_mpr: int = 255
-    mpr_resolution: int = 1
-    dynamic_mpr: int = 0
-    max_qp_hint: int = 0
-    max_qp: int = 0
-    max_ev_per_qp: int = 0
-    ports: int = 0
-    mtu: int = 4096
-    extra: dict = field(default_factory=dict)
-
-
 class Device:
     """One MRC NIC with `ports` NIC ports (one per plane)."""
 
@@ -345,7 +214,9 @@ class Device:
         self._by_qpn: dict[int, QueuePair] = {}
         self._mrs: list[MemoryRegion | None] = [None] * n_mr
         self._async: collections.deque[AsyncEvent] = collections.deque()
-        self._out = np.zeros(1, dtype=PKT)
+        self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
+        self._kinds = np.zeros(64, dtype=np.int64)
+        self._src = np.zeros((64, 3), dtype=np.int64)
         self._next_qpn = 0x10 + (seed % 0x1000) * 0x10
         from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
 
@@ -538,20 +409,21 @@ class Device:
         out: list[OutPacket] = self.ctl._endpoint_packets(now, mask)
         for qp in list(self._by_qpn.values()):
             while len(out) < limit:
-                kind = dispatch.next_packet(self.T, qp.index, now, mask, self._out, 0)
-                if kind == dispatch.K_NONE:
+                room = min(len(self._out), limit - len(out))
+                n = dispatch.next_packets(self.T, qp.index, now, mask, self._out[:room], self._kinds, self._src)
+                for k in range(n):
+                    pkt = self._out[k].copy()
+                    payload = b""
+                    if self._kinds[k] in (dispatch.K_DATA, dispatch.K_RTX):
+                        payload = self._payload_of(qp, *(int(x) for x in self._src[k]))
+                    out.append(OutPacket(pkt, payload, qp.peer.address, int(pkt["port"]) + 1, qp.qp_num))
+                if n < room:
                     break
-                pkt = self._out[0].copy()
-                payload = b""
-                if kind in (dispatch.K_DATA, dispatch.K_RTX):
-                    payload = self._payload_of(qp)
-                out.append(OutPacket(pkt, payload, qp.peer.address, int(pkt["port"]) + 1, qp.qp_num))
         self._drain()
         return out
 
-    def _payload_of(self, qp: QueuePair) -> bytes:
+    def _payload_of(self, qp: QueuePair, ring: int, offset: int, length: int) -> bytes:
         T = self.T
-        ring, offset, length = (int(x) for x in T.txsrc)
         w = T.wr[T.qp[qp.index]["wr_row"], ring % T.wr.shape[1]]
         mr = self._mr_by_lkey(int(w["lkey"]))
         start = int(w["laddr"]) - mr.addr + offset

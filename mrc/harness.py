@@ -6,9 +6,13 @@ duplicate and delay/reorder them, all drawn from one seeded generator, so a
 run is reproducible. Time is set by the harness exactly as aioquic's tests
 set it: it jumps to the next delivery or deadline.
 
-The harness checks the requester invariants of docs/protocol.md at every
-step when ``check=True`` (no data on an EV that is not GOOD, inflight <=
-cwnd, PSN span <= MPR, no new data on an EV after its first loss).
+The harness checks the requester invariants of docs/protocol.md when
+``check=True``: at every data packet sent, the EV is GOOD, inflight <= cwnd
+(at least one packet may always be in flight) and the PSN span <= MPR x 128;
+after every step, the PSN span <= MPR x 128; and a blackholed EV (``blackhole``
+or ``loss >= 1``) whose first loss has been detected carries no more data
+(it was retired, not merely skipped), unless ``ev_min_active`` refused a
+retirement on that QP (counted in ``ev_floor_hits``).
 """
 from __future__ import annotations
 
@@ -39,10 +43,16 @@ class PathFault:
 
 @dataclass
 class Network:
+    """One-way delay ``base_delay_ps`` plus a uniform draw in [0, ``jitter_ps``) per packet (which
+    reorders), plus the EV's ``extra_delay_ps``. With ``rate_bps`` each endpoint's packets also leave
+    one after the other at that rate (payload + ``overhead_bytes`` each); None: all at once."""
+
     base_delay_ps: int = 2 * US
     jitter_ps: int = 500 * NS
     faults: dict = field(default_factory=dict)  # EV value -> PathFault
     default: PathFault = field(default_factory=PathFault)
+    rate_bps: int | None = None
+    overhead_bytes: int = 100
 
     def fault(self, ev: int) -> PathFault:
         return self.faults.get(int(ev), self.default)
@@ -88,10 +98,13 @@ class Pair:
         self.seq = 0
         self.queue: list = []
         self.check = check
-        self.sent = [[], []]  # per QP: (time, kind, record) when recording
+        self.sent = [[], []]  # per QP: (time, kind, record) sent, when recording
+        self.received = [[], []]  # per QP: (time, record) delivered by the network, when recording
         self.record = False
         self.delivered = 0
-        self.bad_after_loss: set = set()
+        self.tx_free = [0, 0]  # per QP: when its link is free again (Network.rate_bps)
+        self.bh_losses: dict = {}  # (qp, slot) -> the EV's loss count when it was first seen blackholed
+        self.retired: set = set()  # (qp, slot): blackholed EVs whose loss has been detected
         T = self.T
         setup.write_cc(T, 0, cc or setup.nscc_profile(rate_bps=rate_bps, base_rtt_ps=base_rtt_ps))
         qp_attrs.setdefault("ev_active_target", max(n_planes, n_ev // 2))
@@ -137,6 +150,11 @@ class Pair:
             self._check_send(i, kind, pkt)
         if self.record:
             self.sent[i].append((self.now, kind, pkt))
+        depart = self.now
+        if self.net.rate_bps:
+            depart = max(self.now, self.tx_free[i])
+            bits = (int(pkt["payload_len"]) + self.net.overhead_bytes) * 8
+            self.tx_free[i] = depart + bits * 10**12 // self.net.rate_bps
         f = self.net.fault(pkt["ev"])
         if f.blackhole or (f.loss and self.rng.random() < f.loss):
             return
@@ -151,19 +169,21 @@ class Pair:
             delay = self.net.base_delay_ps + f.extra_delay_ps
             if self.net.jitter_ps:
                 delay += int(self.rng.integers(0, self.net.jitter_ps))
-            heapq.heappush(self.queue, (self.now + delay, self.seq, 1 - i, pkt))
+            heapq.heappush(self.queue, (depart + delay, self.seq, 1 - i, pkt))
             self.seq += 1
 
     def _check_send(self, i: int, kind: int, pkt):
         T = self.T
         q = T.qp[i]
         if kind in (dispatch.K_DATA, dispatch.K_RTX):
+            if pkt["rtx"] != (1 if kind == dispatch.K_RTX else 0):
+                raise InvariantError(f"PSN {pkt['psn']}: rtx flag {pkt['rtx']} on a {'re' if kind == dispatch.K_RTX else ''}transmission")
             slot = int(np.nonzero(T.ev[i, : q["n_ev"]]["ev"] == pkt["ev"])[0][0])
             st = T.ev[i, slot]["state"]
             if st != D.EV_GOOD:
                 raise InvariantError(f"data packet PSN {pkt['psn']} sent on EV slot {slot} in state {D.EV_STATE_NAMES[st]}")
-            if (i, slot) in self.bad_after_loss:
-                raise InvariantError(f"new data on EV slot {slot} after its first timeout")
+            if (i, slot) in self.retired and q["ev_floor_hits"] == 0:
+                raise InvariantError(f"new data on blackholed EV slot {slot} after its first timeout")
             if q["inflight"] > max(q["cwnd"], pkt["payload_len"]) + 1e-9:
                 raise InvariantError(f"inflight {q['inflight']} exceeds cwnd {q['cwnd']}")
             span = psn_diff(q["sq_psn"], q["una_psn"])
@@ -219,6 +239,8 @@ class Pair:
         self.now = max(self.now, int(t))
         while self.queue and self.queue[0][0] <= self.now:
             _, _, dst, pkt = heapq.heappop(self.queue)
+            if self.record:
+                self.received[dst].append((self.now, pkt))
             dispatch.on_packet(self.T, dst, pkt, self.now)
             self.delivered += 1
         for i in (0, 1):
@@ -229,12 +251,29 @@ class Pair:
         return True
 
     def _drain_events(self):
-        for e in tables.drain_events(self.T):
-            self.events.append(e)
-            if e["kind"] == D.E_EV_STATE and e["ev_state"] == D.EV_ASSUMED_BAD:
-                self.bad_after_loss.add((int(e["qp"]), int(e["value"])))
-            if e["kind"] == D.E_EV_STATE and e["ev_state"] == D.EV_GOOD:
-                self.bad_after_loss.discard((int(e["qp"]), int(e["value"])))
+        self.events.extend(tables.drain_events(self.T))
+        if self.check:
+            self._watch()
+
+    def _watch(self):
+        """Invariants checked after every step: PSN span, and which blackholed EVs saw a loss."""
+        T = self.T
+        for i in (0, 1):
+            q = T.qp[i]
+            span = psn_diff(q["sq_psn"], q["una_psn"])
+            if q["state"] == D.QPS_RTS and not 0 <= span <= int(q["mpr"]) * 128:
+                raise InvariantError(f"QP {i}: PSN span {span} outside [0, MPR x 128]")
+            for slot in range(int(q["n_ev"])):
+                e = T.ev[i, slot]
+                f = self.net.fault(e["ev"])
+                key = (i, slot)
+                if not (f.blackhole or f.loss >= 1.0):
+                    self.bh_losses.pop(key, None)
+                    self.retired.discard(key)
+                    continue
+                base = self.bh_losses.setdefault(key, int(e["losses"]))
+                if int(e["losses"]) > base:
+                    self.retired.add(key)
 
     def run_until(self, done, max_steps: int = 1_000_000, max_time_ps: int | None = None) -> bool:
         """Step until ``done(self)`` is true; False if the step or time budget ran out first."""

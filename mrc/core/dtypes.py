@@ -74,11 +74,19 @@ RX_IMM = 4  # carries immediate data (LAST_IMM / ONLY_IMM)
 WR_WRITE = 0
 WR_WRITE_IMM = 1
 WC_SUCCESS = 0
+WC_REM_INV_REQ_ERR = 9
 WC_REM_ACCESS_ERR = 10
 WC_RETRY_EXC_ERR = 12
 WC_WR_FLUSH_ERR = 5
 WC_REM_OP_ERR = 11
-WC_STATUS_NAMES = {0: "SUCCESS", 5: "WR_FLUSH_ERR", 10: "REM_ACCESS_ERR", 11: "REM_OP_ERR", 12: "RETRY_EXC_ERR"}
+WC_STATUS_NAMES = {0: "SUCCESS", 5: "WR_FLUSH_ERR", 9: "REM_INV_REQ_ERR", 10: "REM_ACCESS_ERR", 11: "REM_OP_ERR",
+                   12: "RETRY_EXC_ERR"}
+
+# AETH NAK syndromes the responder sends when it must stop (IBTA: 011 in the top
+# three bits = NAK; low five bits = NAK code), and what the requester reports.
+AETH_NAK_INV_REQ = 0x61  # code 1, invalid request -> WC_REM_INV_REQ_ERR
+AETH_NAK_REMOTE_ACCESS = 0x62  # code 2, remote access error -> WC_REM_ACCESS_ERR
+AETH_NAK_REMOTE_OP = 0x63  # code 3, remote operational error -> WC_REM_OP_ERR
 
 # Event kinds (rows of the EVT table).
 E_SEND_DONE = 1  # send WR completed (status, wr_id, byte_len)
@@ -147,6 +155,7 @@ QP = np.dtype(
         ("dscp_rtx", np.uint8),
         ("dscp_ctrl", np.uint8),
         ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
+        ("trim_nack_dest", np.uint8),  # 1: the responder answers trimmed headers with NACKs (mrc.h MRC_QP_TRIM_NACK_DEST)
         # --- requester: PSNs and send queue ---
         ("sq_psn", np.uint32),  # next new PSN
         ("una_psn", np.uint32),  # oldest PSN not cumulatively acknowledged

@@ -8,10 +8,10 @@ the capacity are counted as dropped, as the EV Event CQ of mrc_ctl.h does
 """
 from __future__ import annotations
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 
 
-@njit
+@njit_core
 def emit(T, kind, qp, now, status, wr_id, byte_len, imm, ev, ev_state, plane, drop_count, value):
     n = T.evt_n[0]
     if n >= T.evt.shape[0]:

@@ -6,9 +6,16 @@ Rules and sources (docs/protocol.md has the full table):
   the per-EV state machine of mrc-public-notes 3.4 (MANI; EMU "spec Figure
   5"). They are one table, `EV_FSM[state, input]`, in the style of h11.
 - SKIP lasts until the rotation next reaches the EV ("skip once", MANI).
-- The active set is spread evenly over the planes; a retired EV is replaced
-  by a backup of the same plane (MANI 3.2), and the per-plane active counts
-  are kept within one of each other (`rebalance`).
+- The active set is spread evenly over the planes: plane p's share of
+  ``ev_active_target`` is target // planes, plus one for the first
+  target % planes planes, and at least one. A retired EV is replaced by a
+  backup of the same plane (MANI 3.2), so while every plane has backups left
+  the per-plane active counts differ by at most one (`rebalance`). A plane
+  that runs out of usable EVs keeps the ones it has; the other planes keep
+  their full share. Planes never borrow EVs from each other: traffic is
+  divided between planes by the plane rotation in `select_ev`, not by the
+  size of their active sets, so every plane keeps carrying the same amount
+  of traffic (MANI 3.2: "every plane carries the same amount of traffic").
 - ``ev_min_active``: a retirement that would leave fewer usable EVs than this
   is refused (the EV is only skipped once) and counted in ``ev_floor_hits``
   (mrc_ctl.h: "Min number of EVs that must remain active to avoid ... marking
@@ -29,7 +36,7 @@ import numpy as np
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
@@ -53,13 +60,13 @@ EVENT_BAD = 1
 EVENT_GOOD = 2
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def is_usable(state):
     """GOOD or SKIP: may carry traffic (SKIP only after its skip is consumed)."""
     return state == D.EV_GOOD or state == D.EV_SKIP
 
 
-@njit
+@njit_core
 def usable_count(T, i):
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
@@ -70,7 +77,7 @@ def usable_count(T, i):
     return n
 
 
-@njit
+@njit_core
 def _new_cycle(T, i, p, size):
     """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots' ``order`` column)."""
     q = T.qp[i]
@@ -84,7 +91,7 @@ def _new_cycle(T, i, p, size):
     q["rot_pos"][p] = 0
 
 
-@njit
+@njit_core
 def setup_planes(T, i):
     """Index the EV slots by plane (slots must be sorted by plane) and start each rotation."""
     q = T.qp[i]
@@ -106,7 +113,7 @@ def setup_planes(T, i):
     rebalance(T, i)
 
 
-@njit
+@njit_core
 def pick_in_plane(T, i, p, now):
     """Next active, usable EV slot of plane `p` in rotation order, or -1."""
     q = T.qp[i]
@@ -130,14 +137,14 @@ def pick_in_plane(T, i, p, now):
     return -1
 
 
-@njit
+@njit_core(inline="always")
 def plane_mask(T, i):
     """Planes this QP may send on now: local port up and the peer's port up."""
     q = T.qp[i]
-    return q["local_ports"] & q["remote_ports"] & ((1 << q["n_planes"]) - 1)
+    return i64(q["local_ports"]) & i64(q["remote_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
 
 
-@njit
+@njit_core
 def select_ev(T, i, port_mask, now):
     """The EV slot for the next data packet, on a plane in `port_mask`, or -1."""
     q = T.qp[i]
@@ -156,7 +163,7 @@ def select_ev(T, i, port_mask, now):
     return -1
 
 
-@njit
+@njit_core
 def find_slot(T, i, ev_value):
     """Slot holding EV `ev_value` in this QP's set, or -1."""
     q = T.qp[i]
@@ -167,7 +174,7 @@ def find_slot(T, i, ev_value):
     return -1
 
 
-@njit
+@njit_core
 def _report(T, i, k, state, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]
@@ -176,7 +183,7 @@ def _report(T, i, k, state, now):
         emit(T, D.E_EV_STATE, i, now, 0, 0, 0, 0, e["ev"], state, e["plane"], e["losses"], k)
 
 
-@njit
+@njit_core
 def ev_input(T, i, k, inp, now):
     """Apply input `inp` (EVI_*) to EV slot `k`; returns the new state."""
     q = T.qp[i]
@@ -203,44 +210,47 @@ def ev_input(T, i, k, inp, now):
         if not is_usable(new):
             e["active"] = 0
         rebalance(T, i)
+    # EV events (mrc_ctl.h): transitions to ASSUMED_BAD and to GOOD as the controller sees
+    # states; SKIP is GOOD to the controller, so ASSUMED_BAD -> SKIP is reported as GOOD
     if new == D.EV_ASSUMED_BAD:
         _report(T, i, k, new, now)
-    elif new == D.EV_GOOD and (old == D.EV_ASSUMED_BAD or old == D.EV_DENIED):
-        _report(T, i, k, new, now)
+    elif is_usable(new) and (old == D.EV_ASSUMED_BAD or old == D.EV_DENIED):
+        _report(T, i, k, D.EV_GOOD, now)
     return new
 
 
-@njit
-def rebalance(T, i):
-    """Keep each plane's active set at its share of ``ev_active_target``, within one of the others.
+@njit_core(inline="always")
+def plane_share(q, p):
+    """Active EVs plane `p` should have: its share of ``ev_active_target`` (at least one)."""
+    n = i64(q["n_planes"])
+    target = i64(q["ev_active_target"])
+    share = target // n + (1 if p < target % n else 0)
+    return share if share > 0 else 1
 
-    A plane that has too few usable EVs caps every plane at one more than it
-    has, so as long as all ports are up every plane carries the same traffic.
+
+@njit_core
+def rebalance(T, i):
+    """Give each plane min(its share, its usable EVs) active EVs, filling from its own backups.
+
+    Unusable EVs (ASSUMED_BAD, DENIED) leave the active set; backups of the
+    same plane, taken from a seeded random offset, replace them; surplus
+    active EVs (after ``ev_active_target`` shrank) return to the backups.
     """
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
-    n_planes = i64(q["n_planes"])
-    target = i64(q["ev_active_target"])
-    cap = 1 << 30
-    for p in range(n_planes):
-        avail = 0
-        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
-            if is_usable(row[k]["state"]):
-                avail += 1
-        if avail < cap:
-            cap = avail
-    for p in range(n_planes):
-        share = target // n_planes + (1 if p < target % n_planes else 0)
-        want = min(share, cap + 1)
+    for p in range(i64(q["n_planes"])):
+        start = i64(q["plane_start"][p])
+        size = i64(q["plane_start"][p + 1]) - start
+        if size == 0:
+            continue
+        want = plane_share(q, p)
         active = 0
-        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
+        for k in range(start, start + size):
             if row[k]["active"] and is_usable(row[k]["state"]):
                 active += 1
             elif row[k]["active"]:
                 row[k]["active"] = 0
-        start = i64(q["plane_start"][p])
-        size = i64(q["plane_start"][p + 1]) - start
-        if size == 0:
+        if active == want:
             continue
         off = below(T.qp, i, size)
         for j in range(size):
@@ -255,7 +265,7 @@ def rebalance(T, i):
                 active -= 1
 
 
-@njit
+@njit_core
 def active_per_plane(T, i, out):
     """Write the number of active usable EVs of each plane into `out`."""
     q = T.qp[i]
@@ -268,7 +278,7 @@ def active_per_plane(T, i, out):
         out[p] = c
 
 
-@njit
+@njit_core
 def next_probe_slot(T, i, now, port_mask):
     """An ASSUMED_BAD EV whose probe is due, on a plane in `port_mask`, or -1.
 
@@ -299,7 +309,7 @@ def next_probe_slot(T, i, now, port_mask):
     return found
 
 
-@njit
+@njit_core
 def next_probe_time(T, i, now):
     """Earliest probe time after `now` among ASSUMED_BAD EVs on planes that are up."""
     q = T.qp[i]
@@ -313,19 +323,17 @@ def next_probe_time(T, i, now):
     return nxt
 
 
-@njit
+@njit_core
 def probe_answered(T, i, k, m, now):
     """A probe response (SACK with pr = 1) reflected EV slot `k` with M field `m`."""
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]
-    if e["state"] == D.EV_ASSUMED_BAD:
+    if e["state"] == D.EV_ASSUMED_BAD and e["probe_outstanding"]:
         e["probe_outstanding"] = 0
-        if m == 0:
-            e["probe_ok"] += 1
-            if e["probe_ok"] >= q["probe_successes"]:
-                ev_input(T, i, k, D.EVI_PROBE_OK, now)
-            else:
-                e["probe_deadline"] = now  # probe again at once
-                q["ev_probe_due"] = 1
+        e["probe_ok"] += 1
+        if e["probe_ok"] >= q["probe_successes"]:
+            # the last answer decides: unmarked -> GOOD, ECN-marked (SKIP_ONCE) -> SKIP
+            ev_input(T, i, k, D.EVI_PROBE_OK if m == 0 else D.EVI_PROBE_ECN, now)
         else:
-            ev_input(T, i, k, D.EVI_PROBE_ECN, now)
+            e["probe_deadline"] = now  # probe again at once
+            q["ev_probe_due"] = 1

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset, nscc
 from mrc.core.events import emit
@@ -48,13 +48,10 @@ NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
-AETH_NAK_REMOTE_ACCESS = 0x62  # syndrome 011 (NAK) + code 2 (remote access error), IBTA
 
-
-@njit
-def _acked(T, i, ent, now):
+@njit_core
+def _acked(q, ent, now):
     """Account one PSN leaving flight because it was acknowledged; returns newly acked bytes."""
-    q = T.qp[i]
     st = ent["state"]
     if st == D.TX_INFLIGHT:
         q["inflight"] -= ent["length"]
@@ -70,7 +67,7 @@ def _acked(T, i, ent, now):
     return 0
 
 
-@njit
+@njit_core
 def _complete_wrs(T, i, now):
     """Send completions, in order, for every WR whose last PSN is now acknowledged."""
     q = T.qp[i]
@@ -86,7 +83,7 @@ def _complete_wrs(T, i, now):
         q["wr_head"] += 1
 
 
-@njit
+@njit_core
 def mark_lost(T, i, psn, trimmed):
     q = T.qp[i]
     ent = tx_slot(T, q, psn)
@@ -101,7 +98,7 @@ def mark_lost(T, i, psn, trimmed):
     return True
 
 
-@njit
+@njit_core
 def _retire_ev_after_loss(T, i, slot, now):
     """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
     q = T.qp[i]
@@ -118,7 +115,7 @@ def _retire_ev_after_loss(T, i, slot, now):
             psn = psn_add(psn, 1)
 
 
-@njit
+@njit_core
 def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
@@ -137,16 +134,15 @@ def detect_losses(T, i, now):
                 slot = ent["ev_slot"]
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
-                nscc.on_congestion_loss(T, i, -1, now)
+                nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
                 _retire_ev_after_loss(T, i, slot, now)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
         psn = psn_add(psn, 1)
 
 
-@njit
-def _progress(T, i, now):
-    q = T.qp[i]
+@njit_core
+def _progress(q, now):
     q["retries"] = 0
     if psn_diff(q["sq_psn"], q["una_psn"]) > 0:
         q["rto_deadline"] = now + rto_interval(q)
@@ -156,10 +152,9 @@ def _progress(T, i, now):
         q["rel_probe_deadline"] = D.NO_DEADLINE
 
 
-@njit
-def _rtt_sample(T, i, ent_send_time, reflected_ts, now):
+@njit_core
+def _rtt_sample(q, ent_send_time, reflected_ts, now):
     """RTT from the reflected TSETH timestamp, made exact with our own send time when they agree."""
-    q = T.qp[i]
     unit = q["ts_unit_ps"]
     rtt = ((timestamp(q, now) - reflected_ts) & 0xFFFF) * unit
     if ent_send_time > 0 and (ent_send_time // unit) & 0xFFFF == reflected_ts:
@@ -174,7 +169,7 @@ def _rtt_sample(T, i, ent_send_time, reflected_ts, now):
     return rtt
 
 
-@njit
+@njit_core(inline="always")
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
@@ -200,7 +195,7 @@ def on_sack(T, i, p, now):
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
-        newly += _acked(T, i, ent, now)
+        newly += _acked(q, ent, now)
         ent["state"] = D.TX_FREE
         q["una_psn"] = psn_add(q["una_psn"], 1)
     base = psn_add(cack, i64(p["sack_offset"]))
@@ -211,9 +206,9 @@ def on_sack(T, i, p, now):
             if psn_diff(psn, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], psn) > 0:
                 ent = tx_slot(T, q, psn)
                 if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
-                    newly += _acked(T, i, ent, now)
+                    newly += _acked(q, ent, now)
                     ent["state"] = D.TX_SACKED
-    rtt = _rtt_sample(T, i, trig_send, p["tx_timestamp"], now)
+    rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
     # the EV the SACK reflects: the trigger's slot when it matches, else look it up
     slot = trig_slot
     if slot < 0 or T.ev[q["ev_row"], slot]["ev"] != p["entropy"]:
@@ -243,14 +238,15 @@ def on_sack(T, i, p, now):
         elif p["m"] == 2:
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
-        nscc.on_ack(T, i, newly, rtt, p["m"] != 0, trigger, now)
-        nscc.receiver_penalty(T, i, newly, p["rcv_cwnd_pen"])
-        _progress(T, i, now)
+        c = T.cc[q["cc_profile"]]
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, trigger, now)
+        nscc.penalty(q, c, newly, p["rcv_cwnd_pen"])
+        _progress(q, now)
     detect_losses(T, i, now)
     _complete_wrs(T, i, now)
 
 
-@njit
+@njit_core(inline="always")
 def on_nack(T, i, p, now):
     """Process a RELIABILITY_NACK (NETH)."""
     q = T.qp[i]
@@ -268,14 +264,14 @@ def on_nack(T, i, p, now):
     ent = tx_slot(T, q, psn)
     slot = ent["ev_slot"]
     ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
-    rtt = _rtt_sample(T, i, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
+    rtt = _rtt_sample(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
     if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
         q["peer_mpr"] = p["mpr"]
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
         q["trims_rx"] += 1
-        nscc.on_congestion_loss(T, i, rtt, now)
+        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
         if not ev_matches:
             slot = evset.find_slot(T, i, p["entropy"])
         if slot >= 0:
@@ -283,21 +279,33 @@ def on_nack(T, i, p, now):
             if reason == NR_TRIMMED:
                 evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
     elif reason == NR_NO_BITMAP or reason == NR_NO_PKT_BUFFER or reason == NR_NO_RESOURCE:
-        nscc.on_congestion_loss(T, i, rtt, now)
+        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
 
 
-@njit
+@njit_core(inline="always")
 def on_aeth(T, i, p, now):
-    """Transport ACK (AETH): a NAK syndrome ends the QP (remote access / operational error)."""
+    """Transport ACK (AETH). A NAK syndrome (IBTA 011xxxxx) ends the QP: the oldest outstanding
+    write completes with the NAK's status (invalid request, remote access or remote operational
+    error), the others with WR_FLUSH_ERR. MRC acknowledges with SACKs, so a positive AETH
+    changes nothing."""
     q = T.qp[i]
-    syn = p["aeth_syndrome"]
+    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
+        q["rx_dropped"] += 1
+        return
+    syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
         code = syn & 0x1F
-        status = D.WC_REM_ACCESS_ERR if code == 2 else D.WC_REM_OP_ERR
+        if code == 1:
+            status = D.WC_REM_INV_REQ_ERR
+        elif code == 2:
+            status = D.WC_REM_ACCESS_ERR
+        else:
+            status = D.WC_REM_OP_ERR
+        q["nacks_rx"] += 1
         enter_error(T, i, status, now)
 
 
-@njit
+@njit_core
 def on_rto(T, i, now):
     """The local ACK timeout expired without progress."""
     q = T.qp[i]
@@ -319,5 +327,5 @@ def on_rto(T, i, now):
             q["losses"] += 1
             _retire_ev_after_loss(T, i, slot, now)
         psn = psn_add(psn, 1)
-    nscc.on_congestion_loss(T, i, -1, now)
+    nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)

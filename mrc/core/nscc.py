@@ -36,12 +36,12 @@ Algorithm "none" keeps ``cwnd = max_cwnd``.
 """
 from __future__ import annotations
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.psn import psn_diff
 
 
-@njit
+@njit_core
 def cc_init(T, i, now):
     q = T.qp[i]
     c = T.cc[q["cc_profile"]]
@@ -61,20 +61,16 @@ def cc_init(T, i, now):
     q["qa_ignore"] = 0
 
 
-@njit
-def _clamp(T, i):
-    q = T.qp[i]
-    c = T.cc[q["cc_profile"]]
+@njit_core(inline="always")
+def _clamp(q, c):
     if q["cwnd"] < c["min_cwnd"]:
         q["cwnd"] = float(c["min_cwnd"])
     if q["cwnd"] > c["max_cwnd"]:
         q["cwnd"] = float(c["max_cwnd"])
 
 
-@njit
-def _quick_adapt(T, i, now):
-    q = T.qp[i]
-    c = T.cc[q["cc_profile"]]
+@njit_core
+def _quick_adapt(q, c, now):
     if now < q["qa_deadline"]:
         return
     if c["disable_qa"] == 0:
@@ -89,18 +85,19 @@ def _quick_adapt(T, i, now):
     q["qa_congested"] = 0
 
 
-@njit
-def on_ack(T, i, acked, rtt, ecn, psn, now):
-    """A SACK acknowledged `acked` new bytes; `rtt` its sample (ps, <0: none); `psn` the trigger."""
-    q = T.qp[i]
-    c = T.cc[q["cc_profile"]]
+@njit_core
+def ack_feedback(q, c, acked, rtt, ecn, psn, now):
+    """A SACK acknowledged `acked` new bytes; `rtt` its sample (ps, <0: none); `psn` the trigger.
+
+    `q` is the QP's row, `c` its CC profile row (``T.cc[q["cc_profile"]]``).
+    """
     if c["algorithm"] == D.CC_NONE:
         return
     q["qa_achieved"] += acked
     if q["qa_ignore"]:
         # feedback for packets sent before QuickAdapt cut the window is stale
         if psn_diff(psn, q["qa_ignore_psn"]) < 0:
-            _quick_adapt(T, i, now)
+            _quick_adapt(q, c, now)
             return
         q["qa_ignore"] = 0
     if rtt >= 0:
@@ -135,15 +132,13 @@ def on_ack(T, i, acked, rtt, ecn, psn, now):
         q["inc_acc"] = 0.0
         q["acked_since_adjust"] = 0
         q["last_adjust"] = now
-    _clamp(T, i)
-    _quick_adapt(T, i, now)
+    _clamp(q, c)
+    _quick_adapt(q, c, now)
 
 
-@njit
-def on_congestion_loss(T, i, rtt, now):
+@njit_core
+def congestion(q, c, rtt, now):
     """A trim NACK (rtt: its sample) or a loss: QuickAdapt sees congestion; a long delay also decreases."""
-    q = T.qp[i]
-    c = T.cc[q["cc_profile"]]
     if c["algorithm"] == D.CC_NONE:
         return
     q["qa_congested"] = 1
@@ -154,24 +149,39 @@ def on_congestion_loss(T, i, rtt, now):
         q["cwnd"] *= factor if factor > floor else floor
         q["last_md"] = now
         q["inc_acc"] = 0.0
-        _clamp(T, i)
-    _quick_adapt(T, i, now)
+        _clamp(q, c)
+    _quick_adapt(q, c, now)
 
 
-@njit
-def receiver_penalty(T, i, acked, pen):
+@njit_core
+def penalty(q, c, acked, pen):
     """rcv_cwnd_pen from CC_STATE: remove acked * pen / 128 bytes from the window."""
-    if pen == 0:
-        return
-    q = T.qp[i]
-    c = T.cc[q["cc_profile"]]
-    if c["algorithm"] == D.CC_NONE:
+    if pen == 0 or c["algorithm"] == D.CC_NONE:
         return
     q["cwnd"] -= acked * pen / 128.0
-    _clamp(T, i)
+    _clamp(q, c)
 
 
-@njit(inline="always")
+# The same three with the table bundle, for callers that hold (T, i).
+@njit_core
+def on_ack(T, i, acked, rtt, ecn, psn, now):
+    q = T.qp[i]
+    ack_feedback(q, T.cc[q["cc_profile"]], acked, rtt, ecn, psn, now)
+
+
+@njit_core
+def on_congestion_loss(T, i, rtt, now):
+    q = T.qp[i]
+    congestion(q, T.cc[q["cc_profile"]], rtt, now)
+
+
+@njit_core
+def receiver_penalty(T, i, acked, pen):
+    q = T.qp[i]
+    penalty(q, T.cc[q["cc_profile"]], acked, pen)
+
+
+@njit_core(inline="always")
 def window_open(T, i, nbytes):
     """May `nbytes` more go out? At least one packet may always be in flight."""
     q = T.qp[i]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 
@@ -32,7 +32,7 @@ QP_FSM = np.array(
 )
 
 
-@njit
+@njit_core
 def enter_error(T, i, cause, now):
     """Move QP `i` to ERROR and complete everything outstanding with an error status."""
     q = T.qp[i]
@@ -70,7 +70,7 @@ def enter_error(T, i, cause, now):
     q["rev_probe_timeout"] = D.NO_DEADLINE
 
 
-@njit
+@njit_core
 def post_write(T, i, wr_id, opcode, lkey, laddr, remote_va, rkey, length, imm, now):
     """Queue an RDMA Write (WR_WRITE) or Write-with-Immediate (WR_WRITE_IMM).
 
@@ -99,7 +99,7 @@ def post_write(T, i, wr_id, opcode, lkey, laddr, remote_va, rkey, length, imm, n
     return 0
 
 
-@njit
+@njit_core
 def post_recv(T, i, wr_id):
     """Post a receive for an incoming Write-with-Immediate; -1 when the receive queue is full."""
     q = T.qp[i]

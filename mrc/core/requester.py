@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.evset import select_ev
 from mrc.core.nscc import window_open
@@ -34,12 +34,12 @@ OP_PROBE = int(Opcode.MRC_RELIABILITY_PROBE)
 ECT0 = 2
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def tx_slot(T, q, psn):
     return T.tx[q["tx_row"], psn & (T.tx.shape[1] - 1)]
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def psn_limit(q):
     mpr = q["mpr"]
     if q["peer_mpr"] != 0 and q["peer_mpr"] < mpr:
@@ -47,7 +47,7 @@ def psn_limit(q):
     return i64(mpr) * 128
 
 
-@njit
+@njit_core(inline="always")
 def rto_interval(q):
     """Local ACK timeout 1.024 us x 2^timeout (mrc.h); exponential backoff after the linear retries."""
     base = 1_024_000 << i64(q["timeout"])
@@ -57,21 +57,18 @@ def rto_interval(q):
     return base
 
 
-@njit
+@njit_core(inline="always")
 def timestamp(q, now):
     return (now // q["ts_unit_ps"]) & 0xFFFF
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def clear_packet(T, out, k):
     out[k] = T.pkt0[0]
 
 
-@njit
-def _fill_common(T, i, out, k, ev_slot, now):
-    q = T.qp[i]
-    p = out[k]
-    e = T.ev[q["ev_row"], ev_slot]
+@njit_core(inline="always")
+def _fill_common(q, p, e, now):
     p["dqpn"] = q["dest_qpn"]
     p["tver"] = 0
     p["pkey"] = 0xFFFF
@@ -84,12 +81,12 @@ def _fill_common(T, i, out, k, ev_slot, now):
     e["tx_pkts"] += 1
 
 
-@njit
+@njit_core
 def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
     q = T.qp[i]
     w = T.wr[q["wr_row"], ent["wr"] % T.wr.shape[1]]
     clear_packet(T, out, k)
-    _fill_common(T, i, out, k, ev_slot, now)
+    _fill_common(q, out[k], T.ev[q["ev_row"], ev_slot], now)
     p = out[k]
     p["opcode"] = ent["opcode"]
     p["psn"] = psn
@@ -113,7 +110,7 @@ def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
     q["tx_active_until"] = now + q["base_rtt"]
 
 
-@njit
+@njit_core(inline="always")
 def _arm_after_send(T, i, now):
     q = T.qp[i]
     if q["rto_deadline"] == D.NO_DEADLINE:
@@ -122,13 +119,13 @@ def _arm_after_send(T, i, now):
         q["rel_probe_deadline"] = now + probe_timeout(q)
 
 
-@njit
+@njit_core(inline="always")
 def probe_timeout(q):
     """Tail-loss probe timeout: no SACK for srtt + reorder window + ACK delay."""
     return q["srtt"] + q["reorder_window_ps"] + q["ack_delay_ps"]
 
 
-@njit
+@njit_core
 def next_new(T, i, now, port_mask, out, k):
     """Segment the next packet of new data into out[k]; True if one was built."""
     q = T.qp[i]
@@ -195,7 +192,7 @@ def next_new(T, i, now, port_mask, out, k):
     return True
 
 
-@njit
+@njit_core
 def next_rtx(T, i, now, port_mask, out, k):
     """Retransmit the lowest PSN waiting in TX_LOST into out[k]; True if one was built."""
     q = T.qp[i]
@@ -234,12 +231,12 @@ def next_rtx(T, i, now, port_mask, out, k):
     return True
 
 
-@njit
+@njit_core
 def build_probe(T, i, out, k, ev_slot, now):
     """A reliability probe (PETH) on EV slot `ev_slot`: consumes no PSN, elicits a SACK."""
     q = T.qp[i]
     clear_packet(T, out, k)
-    _fill_common(T, i, out, k, ev_slot, now)
+    _fill_common(q, out[k], T.ev[q["ev_row"], ev_slot], now)
     p = out[k]
     p["opcode"] = OP_PROBE
     p["psn"] = q["sq_psn"]

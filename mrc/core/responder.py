@@ -4,15 +4,31 @@ Sources and choices (docs/protocol.md):
 
 - Every packet carries its final address (RETH), so data is placed as it
   arrives, in any order (OAI, MANI 4). The R_Key and the range are checked
-  against the registered regions first: a write outside is refused, reported
-  (E_ACCESS_VIOLATION), answered with an AETH NAK "remote access error", and
-  the QP enters ERROR, as an IB RC responder does. It is never performed.
+  against the registered regions first. The range checked is the packet's
+  RETH extent, from its address to the end of its message (``dma_len``, see
+  `requester`), so any packet of a write that runs past the end of the
+  region is refused, even the in-range ones that arrive first. A refused
+  write is reported (E_ACCESS_VIOLATION), answered with an AETH NAK "remote
+  access error", and the QP enters ERROR, as an IB RC responder does.
+  Memory outside the region is never written. (A packet cannot tell where
+  its message starts, so of a write that starts *before* the region, the
+  in-range packets that arrive before the first one are placed; the write
+  still fails.)
+- Every other fatal condition (a Write-with-Immediate with no posted
+  receive, more than ``max_wimm_dest`` immediates waiting) is also answered
+  with an AETH NAK (remote operational error; invalid request) before the QP
+  enters ERROR, so the requester fails at once with the cause instead of
+  exhausting its retries. A data packet that reaches a QP which failed that
+  way repeats the NAK (the first one may have been lost).
 - Received PSNs are tracked in a window of ``mpr_dest`` x 128 slots above
   ``cack_psn``; a PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below
   ``cack_psn`` or already in the window is a duplicate (acknowledged, not
   placed again: exactly-once placement).
 - Trimmed headers (``trim`` set from the DSCP) are answered with NACK
-  TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4).
+  TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4), unless the QP's
+  ``trim_nack_dest`` capability is off (mrc.h ``MRC_QP_TRIM_NACK_DEST``; on
+  by default): then the header is only counted and the requester recovers
+  as from a silent loss.
 - SACKs reflect the triggering packet's EV (``entropy``) and timestamp, set
   M = SKIP_ONCE when it was CE-marked, and ALWAYS_SKIP after
   ``always_skip_marks`` consecutive CE-marked packets on the same EV (our
@@ -33,7 +49,7 @@ from __future__ import annotations
 
 from numpy import int64 as i64
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
@@ -52,17 +68,15 @@ NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
 CE = 3
-AETH_NAK_REMOTE_ACCESS = 0x62
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def rx_slot(T, q, psn):
     return T.rx[q["rx_row"], psn & (T.rx.shape[1] - 1)]
 
 
-@njit
-def _queue_control(T, i, reason, psn, ev, ts, port, m):
-    q = T.qp[i]
+@njit_core
+def _queue_control(q, reason, psn, ev, ts, port, m):
     n = q["nack_n"]
     if n >= q["nack_reason"].shape[0]:
         q["rx_dropped"] += 1  # queue full: the requester recovers by timeout or probe
@@ -76,10 +90,9 @@ def _queue_control(T, i, reason, psn, ev, ts, port, m):
     q["nack_n"] = n + 1
 
 
-@njit
-def _mark_m(T, i, ev, ce):
+@njit_core
+def _mark_m(q, ev, ce):
     """M field for a packet on EV `ev`: SKIP_ONCE if CE, ALWAYS_SKIP after a run of marks."""
-    q = T.qp[i]
     h = ev % q["mark_ev"].shape[0]
     if not ce:
         if q["mark_ev"][h] == ev:
@@ -95,9 +108,8 @@ def _mark_m(T, i, ev, ce):
     return 1
 
 
-@njit
-def _owe_ack(T, i, p, m, now, immediate):
-    q = T.qp[i]
+@njit_core
+def _owe_ack(q, p, m, now, immediate):
     if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
         q["ack_trigger_psn"] = p["psn"]
         q["ack_trigger_ev"] = p["ev"]
@@ -111,7 +123,18 @@ def _owe_ack(T, i, p, m, now, immediate):
         q["ack_deadline"] = now + q["ack_delay_ps"]
 
 
-@njit
+@njit_core
+def _fatal(T, i, syndrome, psn, port, cause, now):
+    """Stop: owe the requester an AETH NAK with `syndrome`, then enter ERROR with `cause`."""
+    q = T.qp[i]
+    q["aeth_pending"] = 1
+    q["aeth_syndrome"] = syndrome
+    q["aeth_psn"] = psn
+    q["ack_trigger_port"] = port
+    enter_error(T, i, cause, now)
+
+
+@njit_core
 def _lookup_mr(T, rkey, va, length):
     for m in range(T.mr.shape[0]):
         r = T.mr[m]
@@ -122,8 +145,8 @@ def _lookup_mr(T, rkey, va, length):
     return -1
 
 
-@njit
-def _deliver(T, i, now):
+@njit_core
+def _deliver(T, i, port, now):
     """Advance cack_psn over received slots; complete messages in order."""
     q = T.qp[i]
     mask = T.rx.shape[1] - 1
@@ -139,7 +162,7 @@ def _deliver(T, i, now):
                 q["wimm_stashed"] -= 1
                 q["rx_rqmsn"] = (q["rx_rqmsn"] + 1) & 0xFFFF
                 if q["rq_head"] == q["rq_tail"]:
-                    enter_error(T, i, D.ERR_NO_RECV, now)
+                    _fatal(T, i, D.AETH_NAK_REMOTE_OP, nxt, port, D.ERR_NO_RECV, now)
                     return
                 r = T.rq[q["rq_row"], q["rq_head"] % T.rq.shape[1]]
                 if not emit(T, D.E_RECV_IMM, i, now, D.WC_SUCCESS, r["wr_id"], q["rx_msg_bytes"], s["imm"], 0, 0, 0, 0, 0):
@@ -152,13 +175,16 @@ def _deliver(T, i, now):
             q["ooo_count"] -= 1
 
 
-@njit
+@njit_core(inline="always")
 def on_data(T, i, p, now):
     """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
     q = T.qp[i]
     T.place[0] = -1
     if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
         q["rx_dropped"] += 1
+        if q["state"] == D.QPS_ERROR and q["aeth_syndrome"] != 0:
+            q["aeth_pending"] = 1  # the requester still sends: it missed our NAK
+            q["ack_trigger_port"] = p["port"]
         return
     q["rx_active_until"] = now + 2 * q["base_rtt"]
     if q["rev_probe_deadline"] == D.NO_DEADLINE:
@@ -166,30 +192,30 @@ def on_data(T, i, p, now):
     psn = p["psn"] & 0xFFFFFF
     if p["trim"] != 0:
         q["rx_trimmed"] += 1
+        if q["trim_nack_dest"] == 0:
+            return  # trim NACKs disabled (MRC_QP_TRIM_NACK_DEST off): the requester's loss detection recovers
         reason = NR_TRIMMED_LASTHOP if p["trim"] == 2 else NR_TRIMMED
-        _queue_control(T, i, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return
     d = psn_diff(psn, psn_add(q["cack_psn"], 1))
     window = i64(q["mpr_dest"]) * 128
     if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
         q["rx_dup"] += 1
-        _owe_ack(T, i, p, 0, now, True)
+        _owe_ack(q, p, 0, now, True)
         return
     if d >= window:
         q["rx_oor"] += 1
-        _queue_control(T, i, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return
     length = p["payload_len"]
     op = p["opcode"]
     if q["emulate_access"] == 0:
-        m = _lookup_mr(T, p["rkey"], p["va"], length)
+        # the RETH extent: this packet's payload and the rest of its message
+        extent = i64(p["dma_len"]) if p["dma_len"] > length else i64(length)
+        m = _lookup_mr(T, p["rkey"], p["va"], extent)
         if m < 0:
-            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], length, p["rkey"], p["ev"], 0, p["port"], 0, psn)
-            q["aeth_pending"] = 1
-            q["aeth_syndrome"] = AETH_NAK_REMOTE_ACCESS
-            q["aeth_psn"] = psn
-            q["ack_trigger_port"] = p["port"]
-            enter_error(T, i, D.ERR_REMOTE_ACCESS, now)
+            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], extent, p["rkey"], p["ev"], 0, p["port"], 0, psn)
+            _fatal(T, i, D.AETH_NAK_REMOTE_ACCESS, psn, p["port"], D.ERR_REMOTE_ACCESS, now)
             return
         T.place[0] = m
         T.place[1] = p["va"] - T.mr[m]["va"]
@@ -212,34 +238,34 @@ def on_data(T, i, p, now):
     if d > 0:
         q["ooo_count"] += 1
     if q["wimm_stashed"] > q["max_wimm_dest"]:
-        enter_error(T, i, D.ERR_WIMM_OVERFLOW, now)
+        _fatal(T, i, D.AETH_NAK_INV_REQ, psn, p["port"], D.ERR_WIMM_OVERFLOW, now)
         return
-    _deliver(T, i, now)
+    _deliver(T, i, p["port"], now)
     if q["state"] == D.QPS_ERROR:
         return
     q["ack_pkts"] += 1
     q["ack_bytes"] += length
-    m = _mark_m(T, i, p["ev"], p["ecn"] == CE)
+    m = _mark_m(q, p["ev"], p["ecn"] == CE)
     immediate = (
         m != 0
         or p["ackreq"] != 0
         or q["ack_pkts"] >= q["ack_every_pkts"]
         or q["ack_bytes"] >= q["ack_every_bytes"]
     )
-    _owe_ack(T, i, p, m, now, immediate)
+    _owe_ack(q, p, m, now, immediate)
 
 
-@njit
+@njit_core(inline="always")
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
     if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
         q["rx_dropped"] += 1
         return
-    _queue_control(T, i, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
+    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
 
 
-@njit
+@njit_core
 def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     """Build a RELIABILITY_SACK describing the current receive state into out[k]."""
     q = T.qp[i]
@@ -289,7 +315,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     q["sacks_tx"] += 1
 
 
-@njit
+@njit_core
 def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]
@@ -313,7 +339,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     q["nacks_tx"] += 1
 
 
-@njit
+@njit_core
 def fill_aeth_nak(T, i, out, k, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]

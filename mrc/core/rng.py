@@ -7,7 +7,7 @@ int64, which gives the same numbers compiled and under NUMBA_DISABLE_JIT.
 """
 from __future__ import annotations
 
-from mrc._jit import njit
+from mrc._jit import njit_core
 
 M32 = 0xFFFFFFFF
 
@@ -21,7 +21,7 @@ def seed_state(seed: int, stream: int) -> int:
     return int(z & M32) or 0x6C8E9CF5
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def next_u32(qp, i):
     x = int(qp[i]["rng"])
     x ^= (x << 13) & M32
@@ -31,7 +31,7 @@ def next_u32(qp, i):
     return x
 
 
-@njit(inline="always")
+@njit_core(inline="always")
 def below(qp, i, n):
     """Uniform integer in [0, n) (n >= 1)."""
     return next_u32(qp, i) % n

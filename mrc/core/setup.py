@@ -10,7 +10,7 @@ mpr, mpr_dest           8 (1024 PSNs)   OCP examples/mrc_qp.md
 timeout                 8 (262 us)      OCP example value
 retry_linear            7               OCP example value (maximum)
 retry_exp               7               ours: finite, so a dead peer ends in
-                                        ERROR (~134 ms); 25 = unlimited
+                                        ERROR (~69 ms at timeout 8); 25 = unlimited
 max_wimm, _dest         128             OCP example value
 ev_active_target        128             MANI: "typically over 100" active
 ev_min_active           n_ev / 4        OCP example (ev_count / 4)
@@ -25,6 +25,8 @@ probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
 ts_unit_ps              8 ns            ours (16-bit TSETH wraps at 524 us)
 dscp_*                  4 / 8 / 46      third-party emulator values
+trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
+                                        when supported"
 ======================  ==============  =======================================
 
 NSCC profile defaults come from UET 1.0 NSCC as implemented in the UEC htsim
@@ -37,7 +39,9 @@ adjustment every 8 MTU or one base RTT, QuickAdapt gate 3 and threshold
 """
 from __future__ import annotations
 
-from mrc._jit import njit
+from numpy import int64 as i64
+
+from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset, nscc
 from mrc.errors import ConfigError
@@ -69,6 +73,7 @@ QP_DEFAULTS = {
     "dscp_ctrl": C.DSCP_CONTROL,
     "emulate_access": 0,
     "ev_event_mask": 3,
+    "trim_nack_dest": 1,
 }
 
 # (low, high) bounds checked by `configure_qp`; mrc.h gives the maxima of timeout and retries.
@@ -97,6 +102,7 @@ QP_BOUNDS = {
     "dscp_ctrl": (0, 63),
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
+    "trim_nack_dest": (0, 1),
 }
 
 
@@ -178,13 +184,20 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
             raise ConfigError(f"qp.{key}", value, f"must be an integer within [{lo}, {hi}]")
     if cfg["ev_min_active"] > n_ev:
         raise ConfigError("qp.ev_min_active", cfg["ev_min_active"], f"exceeds the number of EVs ({n_ev})")
+    if n_ev > T.ev.shape[1]:
+        raise ConfigError("qp.n_ev", n_ev, f"exceeds the EV table's {T.ev.shape[1]} slots per QP (allocate max_ev)")
+    # PSN p lives in slot p & (window - 1): an MPR window larger than the table would alias PSNs
+    for key, table in (("mpr", T.tx), ("mpr_dest", T.rx)):
+        if cfg[key] * 128 > table.shape[1]:
+            raise ConfigError(f"qp.{key}", cfg[key], f"x 128 PSNs exceeds the {table.shape[1]}-PSN window the "
+                              f"tables were allocated with (allocate window >= {cfg[key] * 128})")
     row = T.qp[i]
     for key, value in cfg.items():
         row[key] = value
     return cfg
 
 
-@njit
+@njit_core
 def start_responder(T, i, rq_psn, now):
     """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
     q = T.qp[i]
@@ -199,7 +212,7 @@ def start_responder(T, i, rq_psn, now):
     q["rev_probe_due"] = 0
     for p in range(D.MAX_PLANES):
         q["rev_ev"][p] = -1
-    full = (1 << q["n_planes"]) - 1
+    full = (i64(1) << i64(q["n_planes"])) - 1
     q["local_ports"] = full
     q["remote_ports"] = full
     nscc.cc_init(T, i, now)
@@ -208,7 +221,7 @@ def start_responder(T, i, rq_psn, now):
     evset.setup_planes(T, i)
 
 
-@njit
+@njit_core
 def start_requester(T, i, sq_psn, now):
     """Reset the requester half: the first PSN it sends is `sq_psn`."""
     q = T.qp[i]
@@ -231,7 +244,7 @@ def start_requester(T, i, sq_psn, now):
     nscc.cc_init(T, i, now)
 
 
-@njit
+@njit_core
 def start_qp(T, i, sq_psn, rq_psn, now):
     """Both halves at once (config and EV rows already written), as the emulator needs."""
     start_responder(T, i, rq_psn, now)

@@ -278,9 +278,6 @@ def test_write_outside_the_region_is_refused_and_reported(make_two_devices, case
     assert [(w.wr_id, w.status) for w in got] == [(1, "REM_ACCESS_ERR"), (2, "WR_FLUSH_ERR")]
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: responder.on_data checks the R_Key range of each packet's own "
-                   "payload, not the message's RETH extent (va + dma_len), so the in-range packets of a "
-                   "multi-packet write that runs past the region are placed before the last one is refused")
 def test_multi_packet_write_past_the_end_places_nothing(make_two_devices):
     c, got, events, dst = _access_error_case(
         make_two_devices(), remote_addr=lambda mb: mb.addr + MTU, rkey=lambda mb: mb.rkey, length=3 * MTU)
@@ -288,9 +285,6 @@ def test_multi_packet_write_past_the_end_places_nothing(make_two_devices):
     assert bytes(dst) == bytes(len(dst))
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: responder._deliver (ERR_NO_RECV) and on_data (ERR_WIMM_OVERFLOW) "
-                   "put the responder QP in ERROR without queuing a NAK (aeth_pending), so the requester only "
-                   "learns by exhausting its retries and reports RETRY_EXC_ERR, as if the peer were dead")
 def test_write_with_immediate_without_a_posted_receive_fails_fast_at_the_requester(make_two_devices):
     env = make_two_devices()
     c = env.connect(rts=dict(timeout=4, retry_linear=3, retry_exp=3))
@@ -375,3 +369,18 @@ def test_device_limits_are_reported_and_enforced():
         dev.create_cq(0)
     with pytest.raises(MRCError, match="ports must be in"):
         Device(ports=9)
+
+
+def test_trim_nack_capability_is_advertised_and_set_per_qp(two_devices):
+    from mrc.api import MRC_DEVICE_CAP_DYNAMIC_MPR, MRC_DEVICE_CAP_TRIM_NACK
+
+    attr = two_devices.a.query_device()
+    assert attr.cap & MRC_DEVICE_CAP_TRIM_NACK and not attr.cap & MRC_DEVICE_CAP_DYNAMIC_MPR
+    c = two_devices.connect(rtr=dict(trim_nack_dest=0))
+    assert c.qa.query()["trim_nack_dest"] == 0
+    qp = two_devices.a.create_qp(c.cqa)
+    qp.modify("INIT", ev_profile_id=1, cc_profile_id=1)
+    with pytest.raises(UsageError, match="trim_nack_dest = 2 must be an integer in \\[0, 1\\]"):
+        qp.modify("RTR", dest_qp_num=5, remote_address="B", trim_nack_dest=2, **RTR)
+    with pytest.raises(UsageError, match="dynamic_mpr_dest is not supported"):
+        qp.modify("RTR", dest_qp_num=5, remote_address="B", dynamic_mpr_dest=1, **RTR)

@@ -268,9 +268,6 @@ def test_denied_ev_reaches_every_bound_qp_and_never_carries_a_packet(make_two_de
     assert denied in {r.ev for r in env.net.data_sent("A", since)}
 
 
-@pytest.mark.xfail(strict=True, reason="core bug: evset.rebalance caps every plane's active set at one more than "
-                   "the fewest usable EVs of any plane, so a plane with no usable EV (all DENIED or ASSUMED_BAD) "
-                   "leaves each other plane a single active EV: the QP sprays over one path per plane")
 def test_denying_a_whole_plane_keeps_the_other_planes_spraying(make_two_devices):
     env, (conn,) = deny_env(make_two_devices, n_pairs=1)
     for ev in explicit_evs(0, 8)[1::2]:  # every EV of port 2
@@ -467,3 +464,139 @@ def test_admin_disabled_port_stays_down_until_enabled():
     assert c.query_port(1)["up"] is True and c.query_device()["port_mask"] == 0b11
     with pytest.raises(UsageError, match="port 3 outside"):
         dev.set_port_state(3, False)
+
+
+# --- the OCP examples/ev_expansion profiles, configured through the controller ---------------------
+
+def _online_format(c, fid, mode, widths):
+    c.modify_ev_format_profile(fid, mode=mode, fields=widths, state="OFFLINE")
+    c.modify_ev_format_profile(fid, state="ONLINE")
+
+
+def test_ev_expansion_srv6_explicit_profile_pulls_64_bits_and_the_core_carries_the_index():
+    from tests.core.naive import ev_expand
+
+    dev = Device(ports=2)
+    c = dev.ctl
+    widths = [32, 16, 16, 16, 16]  # srv6_exp: 32-bit locator, four 16-bit uSIDs
+    fields = [EvField(32, 0xCAFECAFE)] + [EvField(16, 0, 0, 0, 0xFFFF)] * 4
+    _online_format(c, 7, "SRv6", widths)
+    c.modify_ev_profile(7, mode="EXP", fmt_id=7, count=4, min_active=1, event_mask=3, fields=fields, state="OFFLINE")
+    usids = [(0x1111, 0x2222, 0x3333, 0x4444), (0xA, 0xB, 0xC, 0xD), (1, 2, 3, 4), (0xFFFF, 0, 0xFFFF, 0)]
+    for k, u in enumerate(usids):
+        raw = bytes.fromhex("".join(f"{x:04x}" for x in u))  # the EV container's first 8 bytes
+        c.replace_ev(7, None, raw, port=k % 2 + 1)
+    c.modify_ev_profile(7, state="ONLINE")
+    array = c.query_ev_array(7)
+    for k, (e, u) in enumerate(zip(array, usids)):
+        expected = (0xCAFECAFE << 64) | (u[0] << 48) | (u[1] << 32) | (u[2] << 16) | u[3]
+        assert e["expanded"] == expected == ev_expand(e["raw"], 256, widths, [(f.width, f.init_val, f.mask) for f in fields])
+        assert e["raw"] == int.from_bytes(bytes.fromhex("".join(f"{x:04x}" for x in u)).ljust(32, b"\0"), "big")
+        assert e["ev"] == k  # wide SRv6: the core and the wire's entropy carry the entry index
+    with pytest.raises(UsageError, match="already in the array"):
+        c.replace_ev(7, 0, bytes.fromhex("000a000b000c000d"), port=1)
+    with pytest.raises(UsageError, match="longer than the 32-byte EV container"):
+        c.replace_ev(7, 0, bytes(33), port=1)
+    assert c.query_device()["ev_max_bits"] == 256
+
+
+def test_ev_expansion_srv6_srh_explicit_profile_pulls_128_bits():
+    dev = Device(ports=2)
+    c = dev.ctl
+    widths = [32] + [16] * 6 + [32] + [16] * 2  # srv6_srh_exp: address + single-segment SRH, 192 bits
+    usid = EvField(16, 0, 0, 0, 0xFFFF)
+    fields = [EvField(32, 0xCAFECAFE)] + [usid] * 6 + [EvField(32, 0xDECAFBAD)] + [usid] * 2
+    _online_format(c, 8, "SRv6", widths)
+    c.modify_ev_profile(8, mode="EXP", fmt_id=8, count=2, min_active=1, event_mask=3, fields=fields, state="OFFLINE")
+    c.replace_ev(8, None, bytes(range(1, 17)), port=1)  # 16 bytes: eight 16-bit uSIDs
+    c.replace_ev(8, None, bytes(range(17, 33)), port=2)
+    e = c.query_ev_array(8)[0]
+    u = [int.from_bytes(bytes(range(1, 17))[2 * j:2 * j + 2], "big") for j in range(8)]
+    expected = 0xCAFECAFE
+    for x in u[:6]:
+        expected = (expected << 16) | x
+    expected = (expected << 32) | 0xDECAFBAD
+    for x in u[6:]:
+        expected = (expected << 16) | x
+    assert e["expanded"] == expected and e["ev"] == 0
+
+
+def test_ev_expansion_generated_profiles_through_the_controller():
+    from tests.core.naive import ev_expand
+
+    dev = Device(ports=2)
+    c = dev.ctl
+    cases = [  # (format mode, widths, fields) of stev_gen_with_fixed_weird_mask, srv6_gen and srv6_gen_with_fixed
+        ("STEV", [16, 16], [EvField(16, (i + 1) << 12, 1, 0xFF, 0x0F0F) for i in range(2)]),
+        ("SRv6", [32, 16, 16, 16, 16], [EvField(32, 0x42424242)] + [EvField(4, 0, 1, 0xF, 0xF)] * 4),
+        ("SRv6", [32, 16, 16, 16, 16], [EvField(32, 0x13131313)] + [EvField(16, i << 8, 1, 0xF, 0xF) for i in range(1, 5)]),
+    ]
+    for n, (mode, widths, fields) in enumerate(cases):
+        fid = 10 + n
+        _online_format(c, fid, mode, widths)
+        c.modify_ev_profile(fid, mode="GEN", fmt_id=fid, count=8, min_active=1, event_mask=3, fields=fields,
+                            state="OFFLINE", seed=n)
+        array = c.query_ev_array(fid)
+        assert len({e["raw"] for e in array}) == 8 and all(e["state"] == "GOOD" for e in array)
+        for e in array:
+            assert e["expanded"] == ev_expand(e["raw"], 32, widths, [(f.width, f.init_val, f.mask) for f in fields])
+            pulled = ev_fields_split(e["raw"], fields)
+            assert all(f.min_val <= v <= f.max_val for f, v in zip(fields, pulled) if f.mask)
+            assert e["ev"] == (e["expanded"] if mode == "STEV" else e["raw"])  # compact SRv6: the raw EV
+
+
+def ev_fields_split(raw, fields):
+    from mrc.ev_fields import split_raw
+
+    return split_raw(raw, 32, fields)
+
+
+def test_a_transfer_over_a_wide_srv6_profile(make_two_devices):
+    env = make_two_devices()
+    widths = [32, 16, 16, 16, 16]
+    fields = [EvField(32, 0xCAFECAFE)] + [EvField(16, 0, 0, 0, 0xFFFF)] * 4
+    for side, dev in enumerate((env.a, env.b)):
+        c = dev.ctl
+        _online_format(c, 7, "SRv6", widths)
+        c.modify_ev_profile(7, mode="GEN", fmt_id=7, count=16, min_active=4, event_mask=3, fields=fields,
+                            state="OFFLINE", seed=side)
+        c.modify_ev_profile(7, state="ONLINE")
+    cqa, cqb = env.a.create_cq(), env.b.create_cq()
+    qa, qb = env.a.create_qp(cqa), env.b.create_qp(cqb)
+    for q in (qa, qb):
+        q.modify("INIT", ev_profile_id=7, cc_profile_id=1)
+    qa.modify("RTR", dest_qp_num=qb.qp_num, remote_address="B", **RTR)
+    qb.modify("RTR", dest_qp_num=qa.qp_num, remote_address="A", **RTR)
+    qa.modify("RTS", **RTS)
+    qb.modify("RTS", **RTS)
+    assert sorted(e["ev"] for e in qa.ev_states()) == list(range(16))
+    assert qa.query()["ev_min_active"] == 4 and qa.query()["ev_event_mask"] == 3  # from the EV profile
+    assert transfer(env, Conn(qa, qb, cqa, cqb), 12 * MTU, wr_id=1)
+    hole = 5  # EV (index) 5 of device a
+    env.net.drop = lambda rec: rec.src == "A" and rec.ev == hole
+    env.a.ctl.modify_ev_state(7, 3, "DENIED")
+    assert transfer(env, Conn(qa, qb, cqa, cqb), 40 * MTU, wr_id=2)
+    assert env.a.ctl.query_ev_state(7, hole) == EvState.ASSUMED_BAD
+    assert env.a.ctl.query_ev_state(7, 3) == EvState.DENIED
+
+
+def test_ev_op_batches_apply_in_order_and_stop_at_the_first_bad_entry():
+    from mrc.ctl import EvOpEntry
+
+    dev = Device(ports=2)
+    c = dev.ctl
+    tiers_profile(dev, count=4)
+    got = c.ev_op(3, "REPLACE_EV", [EvOpEntry(None, raw(1, 1, 1), 1), EvOpEntry(None, raw(2, 2, 2), 2)])
+    assert got == [1, 1]
+    with pytest.raises(UsageError, match="entry 1: .*already in the array"):
+        c.ev_op(3, "REPLACE_EV", [EvOpEntry(None, raw(3, 3, 3), 1), EvOpEntry(None, raw(1, 1, 1), 2)])
+    assert [e["ev"] for e in c.query_ev_array(3)] == [0x111, 0x222, 0x333, None]  # entry 0 stayed applied
+    c.ev_op(3, "REPLACE_EV", [EvOpEntry(None, raw(4, 4, 4), 2, state="DENIED")])
+    c.ev_op(3, "MODIFY_EV_STATE", [EvOpEntry(0x111, state="DENIED"), EvOpEntry(0x444, state="GOOD")])
+    assert c.ev_op(3, "QUERY_EV_STATE", [EvOpEntry(0x111), EvOpEntry(0x222), EvOpEntry(0x444)]) == [
+        EvState.DENIED, EvState.GOOD, EvState.GOOD]
+    assert len(c.ev_op(3, "QUERY_EV_ARRAY")) == 4
+    with pytest.raises(UsageError, match="op 'SWAP_EV'"):
+        c.ev_op(3, "SWAP_EV", [EvOpEntry(0x111)])
+    with pytest.raises(UsageError, match="entry 0: MODIFY_EV_STATE needs state"):
+        c.ev_op(3, "MODIFY_EV_STATE", [EvOpEntry(0x111)])

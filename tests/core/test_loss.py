@@ -273,3 +273,119 @@ def test_ev_min_active_floor_stops_retirements():
     states = [int(T.ev[0, k]["state"]) for k in range(4)]
     assert states.count(D.EV_ASSUMED_BAD) == 1  # 4 usable - 1 = 3 = ev_min_active: no further retirement
     assert pair.qp(0)["ev_floor_hits"] == 3
+
+
+def test_always_skip_sack_retires_the_ev_without_retransmitting():
+    pair = Pair(ack_every_pkts=1, n_planes=1, evs_per_plane=8, ev_active_target=4, ev_min_active=0)
+    pair.post_write(0, 2 * MTU)
+    pkts = sent(pair)
+    pair.deliver(1, pkts[0])
+    (s,) = sent(pair, 1)
+    s["m"] = 2  # ALWAYS_SKIP: the responder judged the path persistently bad
+    pair.deliver(0, s)
+    assert ev_state(pair, pkts[0]["ev"]) == D.EV_ASSUMED_BAD
+    assert [k for k, _ in pair.collect(0)] == []  # nothing was lost: no retransmission
+    assert [(int(e["ev"]), int(e["ev_state"])) for e in pair.events if e["kind"] == D.E_EV_STATE] == [
+        (int(pkts[0]["ev"]), D.EV_ASSUMED_BAD)]
+    pair.post_write(0, 8 * MTU, wr_id=2)
+    assert int(pkts[0]["ev"]) not in [int(p["ev"]) for p in sent(pair)]
+
+
+def test_rto_without_any_sack_retires_the_ev_and_retransmits_elsewhere():
+    pair = Pair(n_planes=1, evs_per_plane=8, ev_active_target=4, timeout=3, ev_min_active=0)
+    pair.post_write(0, 100, wr_id=1)
+    (p,) = sent(pair)  # lost: no SACK, no NACK will ever come
+    rto = 1_024_000 << 3
+    assert dispatch.next_deadline(pair.T, 0) <= rto
+    pair.advance(rto)
+    assert ev_state(pair, p["ev"]) == D.EV_ASSUMED_BAD
+    (k, r), = [(k, r) for k, r in pair.collect(0) if k != dispatch.K_PROBE]
+    assert k == dispatch.K_RTX and r["psn"] == p["psn"] and r["rtx"] == 1 and r["ev"] != p["ev"]
+    pair.deliver(1, r)
+    acks_back(pair)
+    assert [(int(e["wr_id"]), int(e["status"])) for e in pair.completions()] == [(1, D.WC_SUCCESS)]
+    assert pair.qp(0)["rtx_timeouts"] == 1 and pair.qp(0)["retries"] == 0  # progress resets the count
+
+
+def test_remote_port_status_update_restores_the_plane():
+    from mrc.core.dispatch import set_remote_ports
+
+    pair = Pair(n_planes=2, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 4 * MTU)
+    first = sent(pair)
+    set_remote_ports(pair.T, 0, 0b01, pair.now)  # the peer lost its port 2
+    again = pair.collect(0)
+    assert sorted(int(p["psn"]) for k, p in again if k == dispatch.K_RTX) == sorted(
+        int(p["psn"]) for p in first if p["port"] == 1)  # what was in flight there is resent at once
+    assert {int(p["port"]) for _, p in again} == {0}
+    set_remote_ports(pair.T, 0, 0b11, pair.now)
+    pair.post_write(0, 8 * MTU, wr_id=2)
+    assert {int(p["port"]) for p in sent(pair)} == {0, 1}
+
+
+def test_receiver_penalty_in_cc_state_shrinks_the_senders_window():
+    from mrc.core import setup
+
+    cc = setup.nscc_profile(rate_bps=200 * 10**9, base_rtt_ps=4 * US, disable_qa=1)
+    plain, penalised = Pair(cc=cc, ack_every_pkts=1), Pair(cc=cc, ack_every_pkts=1)
+    penalised.qp(1)["rcv_cwnd_pen"] = 64  # the responder asks for half of every acknowledged byte back
+    for pair in (plain, penalised):
+        pair.post_write(0, 4 * MTU)
+        pair.advance(4 * US)
+        for p in sent(pair):
+            pair.deliver(1, p)
+        for s in sent(pair, 1):
+            assert s["rcv_cwnd_pen"] == pair.qp(1)["rcv_cwnd_pen"]
+            pair.deliver(0, s)
+    assert penalised.qp(0)["cwnd"] == pytest.approx(plain.qp(0)["cwnd"] - 4 * MTU * 64 / 128)
+
+
+def test_nak_for_too_many_early_immediates_fails_the_requester_with_invalid_request():
+    pair = Pair(max_wimm_dest=1)
+    for r in range(3):
+        pair.post_recv(1, r)
+    pair.post_write(0, MTU, wr_id=0)  # PSN 0: held back, so the immediates behind it wait
+    for n in range(2):
+        pair.post_write(0, 10, wr_id=n + 1, imm=n)
+    pkts = sent(pair)
+    for p in pkts[1:]:
+        pair.deliver(1, p)
+    assert pair.qp(1)["state"] == D.QPS_ERROR
+    (nak,) = [p for p in sent(pair, 1) if p["opcode"] == Opcode.MRC_ACKNOWLEDGE]
+    assert nak["aeth_syndrome"] == D.AETH_NAK_INV_REQ
+    pair.deliver(0, nak)
+    assert pair.qp(0)["state"] == D.QPS_ERROR
+    assert [(int(e["wr_id"]), int(e["status"])) for e in pair.completions()] == [
+        (0, D.WC_REM_INV_REQ_ERR), (1, D.WC_WR_FLUSH_ERR), (2, D.WC_WR_FLUSH_ERR)]
+
+
+def test_a_lost_nak_is_repeated_when_the_requester_retransmits():
+    pair = Pair(timeout=2)
+    pair.post_write(0, 10, wr_id=1, imm=9)  # no receive posted at QP 1
+    (p,) = sent(pair)
+    pair.deliver(1, p)
+    assert pair.qp(1)["state"] == D.QPS_ERROR
+    assert [int(n["aeth_syndrome"]) for n in sent(pair, 1)] == [D.AETH_NAK_REMOTE_OP]  # ... and it is lost
+    pair.advance(dispatch.next_deadline(pair.T, 0))
+    (r,) = [r for k, r in pair.collect(0) if k == dispatch.K_RTX]
+    pair.deliver(1, r)
+    (nak,) = sent(pair, 1)
+    assert nak["aeth_syndrome"] == D.AETH_NAK_REMOTE_OP
+    pair.deliver(0, nak)
+    assert [(int(e["wr_id"]), int(e["status"])) for e in pair.completions()] == [(1, D.WC_REM_OP_ERR)]
+
+
+def test_an_aeth_nak_outside_rts_is_ignored():
+    pair = Pair()
+    pair.post_write(0, MTU)
+    (p,) = sent(pair)
+    nak = p.copy()
+    nak["opcode"], nak["aeth_syndrome"] = Opcode.MRC_ACKNOWLEDGE, D.AETH_NAK_REMOTE_ACCESS
+    pair.qp(0)["state"] = D.QPS_RTR  # e.g. a stale NAK reaching a QP that was reset and reconnected
+    pair.deliver(0, nak)
+    assert pair.qp(0)["state"] == D.QPS_RTR and pair.qp(0)["rx_dropped"] == 1 and not pair.completions()
+    pair.qp(0)["state"] = D.QPS_RTS
+    ack = nak.copy()
+    ack["aeth_syndrome"] = 0x1F  # a positive ACK: MRC acknowledges with SACKs, nothing changes
+    pair.deliver(0, ack)
+    assert pair.qp(0)["state"] == D.QPS_RTS and not pair.completions()

@@ -110,3 +110,34 @@ def test_algorithm_none_is_a_fixed_window():
     feed(T, 50, delay=10 * BASE, ecn=True)
     nscc.on_congestion_loss(T, 0, 20 * BASE, 10 * BASE)
     assert T.qp[0]["cwnd"] == 64 * MTU
+
+
+def test_increases_are_batched_until_an_adjustment_threshold():
+    T = fresh(fast_increase_delay=0, adjust_bytes_threshold=8 * MTU, adjust_period_threshold=1 << 50, eta=0.0)
+    for n in range(7):
+        nscc.on_ack(T, 0, MTU, BASE, False, 0, (n + 1) * 100)
+        assert T.qp[0]["cwnd"] == 50_000  # accumulated, not applied
+    assert T.qp[0]["inc_acc"] > 0
+    nscc.on_ack(T, 0, MTU, BASE, False, 0, 800)  # the 8th MTU: applied as inc_acc / cwnd
+    assert T.qp[0]["cwnd"] > 50_000 and T.qp[0]["inc_acc"] == 0.0
+    T = fresh(fast_increase_delay=0, adjust_bytes_threshold=1 << 40, adjust_period_threshold=BASE, eta=0.0)
+    nscc.on_ack(T, 0, MTU, BASE, False, 0, BASE // 2)
+    assert T.qp[0]["cwnd"] == 50_000
+    nscc.on_ack(T, 0, MTU, BASE, False, 0, BASE)  # one period after cc_init: applied
+    assert T.qp[0]["cwnd"] > 50_000
+
+
+def test_eta_is_added_per_adjustment_while_increasing():
+    T = fresh(fast_increase_delay=0, adjust_bytes_threshold=MTU, eta=1000.0)
+    target = T.cc[0]["target_delay"]
+    nscc.on_ack(T, 0, MTU, BASE + target - 1, False, 0, 1)  # barely any proportional headroom
+    assert T.qp[0]["cwnd"] == pytest.approx(50_000 + 1000, abs=1.0)
+
+
+def test_base_rtt_only_decreases_and_delay_is_measured_from_it():
+    T = fresh()
+    nscc.on_ack(T, 0, MTU, BASE - 2 * US, False, 0, 1)
+    assert T.qp[0]["base_rtt"] == BASE - 2 * US
+    nscc.on_ack(T, 0, MTU, BASE + 50 * US, False, 0, 2)
+    assert T.qp[0]["base_rtt"] == BASE - 2 * US
+    assert T.qp[0]["avg_delay"] > 0

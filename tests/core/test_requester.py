@@ -144,3 +144,23 @@ def test_retransmission_sets_rtx_and_retransmit_dscp():
     assert rtx[0]["rtx"] == 1
     assert rtx[0]["dscp"] == pair.qp(0)["dscp_rtx"] != pair.qp(0)["dscp_data"]
     assert rtx[0]["ev"] != pkts[0][1]["ev"]  # a different path
+
+
+def test_next_packets_batches_exactly_what_next_packet_would_build():
+    from mrc.core import setup
+    from mrc.wire.records import PKT
+
+    one, many = (Pair(seed=5, cc=setup.fixed_window_profile(window_bytes=40 * MTU)) for _ in range(2))
+    for pair in (one, many):
+        pair.post_write(0, 30 * MTU + 7)
+    singles, srcs = [], []
+    while (kind := dispatch.next_packet(one.T, 0, 0, 0xFF, one.out, 0)) != dispatch.K_NONE:
+        singles.append((kind, one.out[0].copy()))
+        srcs.append(tuple(int(x) for x in one.T.txsrc))
+    out, kinds, src = np.zeros(16, dtype=PKT), np.zeros(16, np.int64), np.zeros((16, 3), np.int64)
+    got = []
+    while (n := dispatch.next_packets(many.T, 0, 0, 0xFF, out, kinds, src)) > 0:
+        got += [(int(kinds[k]), out[k].copy(), tuple(int(x) for x in src[k])) for k in range(n)]
+    assert len(got) == len(singles) == 31
+    assert [(k, p.item()) for k, p, _ in got] == [(k, p.item()) for k, p in singles]  # field by field
+    assert [s for _, _, s in got] == srcs and srcs[-1] == (0, 30 * MTU, 7)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.core import dtypes as D
+from mrc.core import dispatch, dtypes as D
 from mrc.core.setup import fixed_window_profile
-from mrc.harness import Pair
+from mrc.harness import Network, Pair, PathFault
+from mrc.units import US
 from mrc.wire.constants import NackReason, Opcode, SackM
 
 MTU = 4096
@@ -223,3 +224,102 @@ def test_sack_bitmap_matches_a_naive_model(rng):
         cack, base, bits = sack_bitmap(received, trigger=int(p["psn"]))
         assert (int(s["cack_psn"]), int(s["cack_psn"] + s["sack_offset"]) & 0xFFFFFF, int(s["sack_bitmap"])) == (cack, base, bits)
     assert np.all(np.diff(np.sort(list(received))) > 0)
+
+
+def test_any_packet_of_a_write_running_past_the_region_is_refused_in_any_order():
+    for first in (0, 1, 2):
+        pair = Pair(emulate_access=0)
+        T = pair.T
+        T.mr[0]["valid"], T.mr[0]["access"], T.mr[0]["rkey"] = 1, 1, 7
+        T.mr[0]["va"], T.mr[0]["length"] = 0x10000, 2 * MTU
+        pair.post_write(0, 3 * MTU, remote_va=0x10000 + MTU // 2, rkey=7)  # ends MTU / 2 past the region
+        pkts = data_packets_sent(pair)
+        pair.deliver(1, pkts[first])  # whichever packet arrives first, nothing is placed
+        assert T.place[0] == -1 and pair.qp(1)["rx_pkts"] == 0 and pair.qp(1)["state"] == D.QPS_ERROR
+        (viol,) = [e for e in pair.events if e["kind"] == D.E_ACCESS_VIOLATION]
+        assert (int(viol["wr_id"]), int(viol["byte_len"])) == (0x10000 + MTU // 2 + first * MTU, (3 - first) * MTU)
+        for p in pkts:
+            pair.deliver(1, p)
+        assert pair.qp(1)["rx_pkts"] == 0  # and none of the others either
+
+
+def test_a_write_exactly_filling_the_region_is_placed():
+    pair = Pair(emulate_access=0)
+    T = pair.T
+    T.mr[0]["valid"], T.mr[0]["access"], T.mr[0]["rkey"] = 1, 1, 7
+    T.mr[0]["va"], T.mr[0]["length"] = 0x10000, 3 * MTU - 5
+    pair.post_write(0, 3 * MTU - 5, remote_va=0x10000, rkey=7)
+    placed = []
+    for p in reversed(data_packets_sent(pair)):
+        pair.deliver(1, p)
+        placed.append(list(T.place[:3]))
+    assert placed == [[0, 2 * MTU, MTU - 5], [0, MTU, MTU], [0, 0, MTU]]
+    assert pair.qp(1)["state"] == D.QPS_RTS
+
+
+def test_region_without_remote_write_access_is_refused():
+    pair = Pair(emulate_access=0)
+    T = pair.T
+    T.mr[0]["valid"], T.mr[0]["access"], T.mr[0]["rkey"] = 1, 0, 7  # local access only
+    T.mr[0]["va"], T.mr[0]["length"] = 0x10000, MTU
+    pair.post_write(0, 10, remote_va=0x10000, rkey=7)
+    (p,) = data_packets_sent(pair)
+    pair.deliver(1, p)
+    assert T.place[0] == -1 and pair.qp(1)["state"] == D.QPS_ERROR
+
+
+def data_packets_sent(pair):
+    return [p for _, p in pair.collect(0)]
+
+
+def test_reverse_ev_is_refreshed_by_a_probe_while_only_receiving():
+    pair = Pair(n_planes=1, evs_per_plane=8, ev_active_target=8, ack_every_pkts=1)
+    pair.post_write(0, 2 * MTU)
+    pkts = data_packets_sent(pair)
+    pair.deliver(1, pkts[0])
+    (s1,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    rev = int(pair.qp(1)["rev_ev"][0])
+    assert s1["ev"] == pair.T.ev[1, rev]["ev"]  # control packets use the plane's reverse EV
+    pair.advance(pair.now + pair.qp(1)["rev_probe_interval_ps"])  # one RTT receiving, sending no data
+    out = pair.collect(1)
+    probes = [p for k, p in out if k == dispatch.K_PROBE]
+    assert len(probes) == 1 and probes[0]["opcode"] == Opcode.MRC_RELIABILITY_PROBE
+    pair.deliver(0, probes[0])
+    (answer,) = only(pair.collect(0), Opcode.MRC_RELIABILITY_SACK)
+    assert answer["pr"] == 1 and answer["entropy"] == probes[0]["ev"]
+    pair.deliver(1, answer)
+    new_rev = int(pair.qp(1)["rev_ev"][0])
+    assert pair.T.ev[1, new_rev]["ev"] == probes[0]["ev"]  # the probed path now carries the SACKs
+    pair.deliver(1, pkts[1])
+    (s2,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_SACK)
+    assert s2["ev"] == probes[0]["ev"]
+
+
+def test_a_blackholed_reverse_path_is_abandoned_and_the_transfer_completes():
+    net = Network(jitter_ps=0)
+    pair = Pair(n_planes=2, evs_per_plane=4, ev_active_target=8, network=net, ev_min_active=0)
+    pair.post_write(0, 4 * MTU, wr_id=1)
+    assert pair.run_until(lambda s: len(s.completions()) == 1)
+    dead = [int(pair.T.ev[1, pair.qp(1)["rev_ev"][p]]["ev"]) for p in range(2)]
+    for ev in dead:  # both reverse EVs of the responder die
+        net.faults[ev] = PathFault(blackhole=True)
+    pair.post_write(0, 512 * MTU, wr_id=2)  # many RTTs of inbound-only traffic: reverse probes run
+    assert pair.run_until(lambda s: len(s.completions()) == 2, max_time_ps=pair.now + 20_000 * US)
+    assert [int(e["status"]) for e in pair.completions()] == [D.WC_SUCCESS] * 2
+    revs = {int(pair.T.ev[1, pair.qp(1)["rev_ev"][p]]["ev"]) for p in range(2)}
+    assert not revs & set(dead)
+    states = {int(pair.T.ev[1, k]["ev"]): int(pair.T.ev[1, k]["state"]) for k in range(8)}
+    assert all(states[ev] == D.EV_ASSUMED_BAD for ev in dead)  # the responder retired them too
+
+
+def test_without_trim_nacks_a_trimmed_header_is_only_counted_and_loss_detection_recovers():
+    net = Network(jitter_ps=0)
+    pair = Pair(network=net, n_planes=1, evs_per_plane=8, ev_active_target=8, trim_nack_dest=0, ev_min_active=0)
+    victim = pair.ev_of(0, 2)
+    net.faults[victim] = PathFault(trim=1.0)
+    pair.record = True
+    assert pair.transfer(16 * MTU)
+    assert pair.completions()[0]["status"] == D.WC_SUCCESS
+    assert pair.qp(1)["rx_trimmed"] >= 1 and pair.qp(1)["nacks_tx"] == 0
+    assert pair.qp(0)["trims_rx"] == 0 and pair.qp(0)["losses"] >= 1  # recovered as a silent loss
+    assert not [p for _, p in pair.received[0] if p["opcode"] == Opcode.MRC_RELIABILITY_NACK]
