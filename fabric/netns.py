@@ -35,10 +35,13 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import pathlib
 import shutil
+import socket
+import struct
 import subprocess
 from dataclasses import dataclass
 
@@ -52,6 +55,7 @@ DEFAULT_MTU = 9000
 STATE_DIR = pathlib.Path("/run/mrc-netns")
 NETNS_DIR = pathlib.Path("/run/netns")
 CLONE_NEWNET = 0x40000000
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 SYSCTLS = ("net/ipv6/conf/all/forwarding", "net/ipv6/conf/default/forwarding")
 
 
@@ -310,11 +314,25 @@ def down(prefix: str = DEFAULT_PREFIX) -> list[str]:
     return gone
 
 
+def set_admin_state(ns: str, dev: str, up: bool) -> None:
+    """Set interface `dev` of namespace `ns` administratively up or down, at once (SIOCSIFFLAGS, no subprocess)."""
+    with inside(ns):
+        sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    with sock:
+        ifr = struct.pack("16sH14x", dev.encode(), 0)
+        try:
+            flags = struct.unpack("16sH14x", fcntl.ioctl(sock, SIOCGIFFLAGS, ifr))[1]
+            flags = (flags | IFF_UP) if up else (flags & ~IFF_UP)
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack("16sH14x", dev.encode(), flags))
+        except OSError as e:
+            raise NetnsError(f"cannot set {ns}:{dev} {'up' if up else 'down'}: {e.strerror}") from None
+
+
 def link_down(fab: NetnsFabric, port: int) -> str:
     """Take the link of `port` down (its lower-tier end, administratively). Returns ``ns:dev``."""
     q, _ = _ordered(fab, port)
     ns, dev = fab.ns(int(fab.topo.port[q]["node"])), ifname(fab.topo, q)
-    _run(["ip", "-n", ns, "link", "set", "dev", dev, "down"])
+    set_admin_state(ns, dev, False)
     return f"{ns}:{dev}"
 
 
