@@ -70,7 +70,8 @@ def _build(args):
     return devs[0], ta, devs[1], tb, fab, hosts
 
 
-async def _main(args) -> dict:
+async def run_from_args(args) -> dict:
+    """Run the transfer an ``mrc io transfer`` command line describes; returns its report."""
     from mrc.io.endpoint import open_endpoint
     from mrc.io.transfer import FailurePlan, TransferOptions, run_transfer
 
@@ -101,7 +102,7 @@ async def _main(args) -> dict:
 def _transfer(args) -> int:
     import trio
 
-    report = trio.run(_main, args)
+    report = trio.run(run_from_args, args)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()

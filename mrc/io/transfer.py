@@ -163,7 +163,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     verified = len(ok) == _n_writes(opts) and bytes(dst) == bytes(src)
     seconds = ((done["t_end"] or ep_a.now()) - t0) / 1e12
     report = {
-        "bytes": opts.nbytes, "seconds": seconds, "goodput_gbps": opts.nbytes * 8 / seconds / 1e9 if verified else 0.0,
+        "bytes": opts.nbytes, "seconds": seconds, "goodput_gbps": opts.nbytes * 8 / seconds / 1e9 if verified and seconds > 0 else 0.0,
         "verified": verified, "writes": _n_writes(opts), "completed": len(ok),
         "failed_completions": sorted({w.status for w in completions if not w.ok}),
         "timed_out": budget.cancelled_caught, "requester": _qp_report(conn.qa, base["requester"]),
