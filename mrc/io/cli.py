@@ -133,7 +133,8 @@ def print_report(r: dict) -> None:
         print(f"    EV {e['ev']:#010x} port {e['port']}  {e['state']:<11} {e['tx_pkts']:>8} pkts  {e['losses']} losses")
     f = r.get("failure")
     if f:
-        print(f"  failure: {f['link']} down at {f['down_ms']} ms, up at {f['up_ms']} ms")
+        when = lambda ms: "never" if ms is None else f"{ms:.1f} ms"  # noqa: E731
+        print(f"  failure: {f['link']} down at {when(f['down_ms'])}, up at {when(f['up_ms'])}")
         if f.get("note"):
             print(f"    {f['note']}")
         for e in f["evs"]:

@@ -113,6 +113,7 @@ class UdpEncap:
         self.socks: list[Datagram] = []
         self.codec = Codec(ev_mode=EvMode.STEV, verify_udp=False)  # the outer UDP checksum already covers it
         self._peers: dict = {}  # (port index, (host, port)) -> Peer
+        self._sources: dict = {}  # (port index, source address as received) -> Peer
         self._nets: dict = {}  # (port index, Peer) -> NET row
 
     @property
@@ -138,6 +139,7 @@ class UdpEncap:
         for p, a in enumerate(peer.addrs):
             if a is not None:
                 self._peers[(p, a)] = peer
+        self._sources.clear()  # a source seen before may now belong to this peer
 
     def frame(self, out):
         p = out.port - 1
@@ -156,10 +158,13 @@ class UdpEncap:
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
         pkt, payload = self.codec.decode_untrusted(data, port)
-        a = parse_addr(addr[:2])
-        peer = self._peers.get((port, a))
+        peer = self._sources.get((port, addr[:2]))
         if peer is None:
-            peer = Peer(tuple(a if k == port else None for k in range(self.ports)))
+            a = parse_addr(addr[:2])
+            peer = self._peers.get((port, a)) or Peer(tuple(a if k == port else None for k in range(self.ports)))
+            if len(self._sources) > 1 << 16:
+                self._sources.clear()
+            self._sources[(port, addr[:2])] = peer
         return pkt, payload, peer
 
     def close(self) -> None:
@@ -187,8 +192,10 @@ class NativeSrv6:
         self.local = [(str(topo.host_address(host, p)), udp_port) for p in range(topo.n_planes)]
         self.socks: list[Datagram] = []  # one UDP socket per plane, then the raw socket
         self.codec = Codec(ev_mode=EvMode.STEV, dport=udp_port, verify_udp=False)  # the kernel checked UDP
-        self._nets: dict = {}  # (Peer, plane, ev) -> NET row
+        self._nets: dict = {}  # (Peer, plane, ev) -> (NET row, carrier text)
+        self._local_packed = [ipaddress.IPv6Address(a).packed for a, _ in self.local]
         self._by_addr = {str(topo.host_address(h, p)): h for h in range(topo.n_hosts) for p in range(topo.n_planes)}
+        self._sources: dict = {}  # (port, source address text, source port) -> (packed address, Peer)
 
     @property
     def ports(self) -> int:
@@ -229,8 +236,8 @@ class NativeSrv6:
         if not isinstance(peer, Peer) or peer.host is None or p >= self.ports:
             return None
         key = (peer, p, ev)
-        net = self._nets.get(key)
-        if net is None:
+        hit = self._nets.get(key)
+        if hit is None:
             try:
                 carrier = self.topo.carrier(self.host, peer.host, ev)
             except UsageError:
@@ -245,10 +252,11 @@ class NativeSrv6:
             n["dst"] = _v6(peer.addrs[p][0])
             n["outer_dst"] = np.frombuffer(carrier.packed, dtype=np.uint8)
             n["outer_flow_label"] = ev & 0xFFFF  # the inner flow label's EV bits: entropy for plain IPv6 hops
-            self._nets[key] = net
             if len(self._nets) > 1 << 16:
                 self._nets.clear()
-        return len(self.socks) - 1, self.codec.encode(out.pkt, net, out.payload), (_ipv6_text(net[0]["outer_dst"]), 0)
+            hit = self._nets[key] = (net, (str(carrier), 0))
+        net, dest = hit
+        return len(self.socks) - 1, self.codec.encode(out.pkt, net, out.payload), dest
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
         flowinfo = tclass = 0
@@ -257,23 +265,24 @@ class NativeSrv6:
                 flowinfo = struct.unpack("!I", value[:4])[0]
             elif level == _socket.IPPROTO_IPV6 and kind == IPV6_TCLASS and len(value) >= 4:
                 tclass = struct.unpack("=i", value[:4])[0] & 0xFF
-        src = ipaddress.IPv6Address(addr[0].split("%")[0])
-        dst = ipaddress.IPv6Address(self.local[port][0])
+        source = self._sources.get((port, addr[0], addr[1]))
+        if source is None:
+            src = ipaddress.IPv6Address(addr[0].split("%")[0])
+            h = self._by_addr.get(str(src))
+            peer = Peer.fabric_host(self.topo, h, self.udp_port) if h is not None else Peer(
+                tuple((str(src), int(addr[1])) if k == port else None for k in range(self.ports)))
+            if len(self._sources) > 1 << 16:
+                self._sources.clear()
+            source = self._sources[(port, addr[0], addr[1])] = (src.packed, peer)
         length = 8 + len(data)
         if length > 0xFFFF:
             raise DecodeError("UDP", "length", f"datagram of {len(data)} bytes is too long")
         head = struct.pack("!IHBB16s16sHHHH", (6 << 28) | (tclass << 20) | (flowinfo & 0xFFFFF), length, 17,
-                           self.hop_limit, src.packed, dst.packed, int(addr[1]), self.udp_port, length, 0)
+                           self.hop_limit, source[0], self._local_packed[port], int(addr[1]), self.udp_port, length, 0)
         pkt, payload = self.codec.decode_untrusted(head + data, port)
-        h = self._by_addr.get(str(src))
-        peer = Peer.fabric_host(self.topo, h, self.udp_port) if h is not None else Peer(
-            tuple((str(src), int(addr[1])) if k == port else None for k in range(self.ports)))
-        return pkt, payload, peer
+        return pkt, payload, source[1]
 
     def close(self) -> None:
         for s in self.socks:
             s.close()
 
-
-def _ipv6_text(a) -> str:
-    return str(ipaddress.IPv6Address(bytes(a)))
