@@ -102,7 +102,10 @@ async def run_from_args(args) -> dict:
 def _transfer(args) -> int:
     import trio
 
-    report = trio.run(run_from_args, args)
+    from mrc.io.endpoint import unwrapped
+
+    with unwrapped():
+        report = trio.run(run_from_args, args)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
@@ -134,7 +137,8 @@ def print_report(r: dict) -> None:
     f = r.get("failure")
     if f:
         when = lambda ms: "never" if ms is None else f"{ms:.1f} ms"  # noqa: E731
-        print(f"  failure: {f['link']} down at {when(f['down_ms'])}, up at {when(f['up_ms'])}")
+        took = "" if f.get("restore_took_ms") is None else f" (routes back {f['restore_took_ms']:.1f} ms later)"
+        print(f"  failure: {f['link']} down at {when(f['down_ms'])}, up at {when(f['up_ms'])}{took}")
         if f.get("note"):
             print(f"    {f['note']}")
         for e in f["evs"]:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, fields
 
 import trio
 
+from mrc.errors import UsageError
 from mrc.wire.errors import DecodeError
 
 PS_PER_S = 10**12
@@ -79,8 +80,6 @@ class Endpoint:
     def __init__(self, device, transport, *, inbox_size: int = 4096, rx_batch: int = 64, tx_batch: int = 32,
                  tracer=None):
         if device.ports != transport.ports:
-            from mrc.errors import UsageError
-
             raise UsageError(f"Endpoint: device {device.name!r} has {device.ports} port(s) but the transport "
                              f"has {transport.ports} socket address(es); give one per NIC port")
         self.device = device
@@ -242,13 +241,34 @@ class Endpoint:
             now = self.now()
 
 
+def lone_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (else `exc` itself)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+@contextlib.contextmanager
+def unwrapped():
+    """Re-raise a lone exception from a nursery as itself (as trio-websocket does), so that callers see
+    the `MRCError` (or `OSError`) that happened rather than a group around it."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        lone = lone_exception(group)
+        if isinstance(lone, BaseExceptionGroup):
+            raise
+        raise lone from None
+
+
 @contextlib.asynccontextmanager
 async def open_endpoint(device, transport, **kw):
     """An `Endpoint` serving in a nursery of its own for the duration of the block."""
     ep = Endpoint(device, transport, **kw)
-    async with trio.open_nursery() as nursery:
-        await nursery.start(ep.serve)
-        try:
-            yield ep
-        finally:
-            nursery.cancel_scope.cancel()
+    with unwrapped():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(ep.serve)
+            try:
+                yield ep
+            finally:
+                nursery.cancel_scope.cancel()

@@ -27,7 +27,7 @@ import trio
 
 from mrc.ctl import EpRequest, EvState
 from mrc.errors import MRCError, UsageError
-from mrc.io.endpoint import Endpoint
+from mrc.io.endpoint import Endpoint, unwrapped
 from mrc.io.session import connect, timeout_exponent
 
 DATA_OPCODES = range(0xC6, 0xCC)
@@ -104,7 +104,11 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     mr_a, mr_b = dev_a.reg_mr(src), dev_b.reg_mr(dst)
     paths = {"requester": await probe_paths(ep_a, ep_b.local_peer(), opts.probe_timeout_s),
              "responder": await probe_paths(ep_b, ep_a.local_peer(), opts.probe_timeout_s)}
-    await _warm_up(ep_a, conn, mr_a, mr_b, opts)
+    with trio.move_on_after(opts.timeout_s) as warm:
+        await _warm_up(ep_a, conn, mr_a, mr_b, opts)
+    if warm.cancelled_caught:
+        raise MRCError(f"the warm-up write did not complete within {opts.timeout_s} s: the endpoints cannot reach "
+                       "each other (addresses, firewall, fabric down?)")
     base = {"requester": conn.qa.statistics(), "responder": conn.qb.statistics()}
     t0 = ep_a.now()
     fail_info: dict = {}
@@ -130,9 +134,10 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
         if plan.restore_at is None:
             return
         await trio.sleep_until(t0 / 1e12 + plan.restore_at)
-        await trio.to_thread.run_sync(netns.link_up, fabric, plan.port)
+        fail_info["t_up"] = ep_a.now()  # the link may forward from here on: measure from the start
         trace.down = False
-        fail_info["t_up"] = ep_a.now()
+        await trio.to_thread.run_sync(netns.link_up, fabric, plan.port)
+        fail_info["restore_ms"] = (ep_a.now() - fail_info["t_up"]) / 1e9
         if host_side is not None:
             host_side[0].device.set_port_state(host_side[1], True, now=host_side[0].now())
             host_side[0].wakeup()
@@ -145,7 +150,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
             raise UsageError("a link failure needs the namespace fabric (native mode)")
         failed_evs = sorted(int(e) for e in evs_through_link(fabric.topo, failure.port, hosts[0], hosts[1]))
 
-    with trio.move_on_after(opts.timeout_s) as budget:
+    with trio.move_on_after(opts.timeout_s) as budget, unwrapped():
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch, ep_a, evq_a, "requester")
             nursery.start_soon(watch, ep_b, evq_b, "responder")
@@ -250,21 +255,25 @@ def _failure_report(fabric, plan, info, failed_evs, events, trace, qa, t0) -> di
     t_down, t_up = info.get("t_down"), info.get("t_up")
     out = {"link": f"{t.port_name(plan.port)} <-> {t.port_name(int(t.port[plan.port]['peer']))}",
            "where": info.get("where"), "down_ms": None if t_down is None else (t_down - t0) / 1e9,
-           "up_ms": None if t_up is None else (t_up - t0) / 1e9, "evs": []}
+           "up_ms": None if t_up is None else (t_up - t0) / 1e9, "restore_took_ms": info.get("restore_ms"),
+           "evs": []}
     if t_down is None:
         out["note"] = "the transfer ended before the failure time: nothing was measured"
         return out
     final = {e["ev"]: e["state"] for e in qa.ev_states()}
     for ev in failed_evs:
-        bad = [tt for tt, side, e, st in events if side == "requester" and e == ev and st == EvState.ASSUMED_BAD.name
-               and tt >= t_down and (t_up is None or tt < t_up)]
-        good = [tt for tt, side, e, st in events if side == "requester" and e == ev and st == EvState.GOOD.name
-                and t_up is not None and tt >= t_up]
+        mine = [(tt, st) for tt, side, e, st in events if side == "requester" and e == ev]
+        before = [st for tt, st in mine if tt < t_down]
+        already_bad = bool(before) and before[-1] == EvState.ASSUMED_BAD.name
+        bad = [tt for tt, st in mine if st == EvState.ASSUMED_BAD.name and tt >= t_down and (t_up is None or tt < t_up)]
+        if already_bad:
+            bad.insert(0, t_down)  # a loss elsewhere had taken it out of use already: 0 ms
+        good = [tt for tt, st in mine if st == EvState.GOOD.name and t_up is not None and tt >= t_up]
         last = trace.last_data.get(ev)
         out["evs"].append({
             "ev": ev, "assumed_bad_after_ms": (bad[0] - t_down) / 1e9 if bad else None,
             "steered_after_ms": (last - t_down) / 1e9 if last is not None else 0.0,
-            "data_pkts_after_failure": trace.data_count.get(ev, 0),
+            "data_pkts_after_failure": trace.data_count.get(ev, 0), "already_assumed_bad": already_bad,
             "good_after_restore_ms": (good[0] - t_up) / 1e9 if good else None, "final_state": final.get(ev)})
     for key in ("assumed_bad_after_ms", "steered_after_ms", "good_after_restore_ms"):
         vals = [e[key] for e in out["evs"]]

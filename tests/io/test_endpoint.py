@@ -27,10 +27,17 @@ OPTS = dict(rto_ms=5.0, ev_probe_interval_ms=1.0, reorder_window_us=400.0, timeo
 
 # --- time ------------------------------------------------------------------------------------
 
-@given(st.integers(0, 10**18))
+@given(st.integers(0, 3 * 10**17))  # trio's clock starts at a random offset of up to 2e5 s
 def test_a_deadline_as_trio_time_is_never_before_it(ps):
-    assert to_ps(from_ps(ps)) >= ps
-    assert from_ps(ps) - ps / 1e12 < 2e-9  # and late by at most a nanosecond (plus float rounding)
+    """The sleep never ends before the deadline (as floats), and is late by at most about a nanosecond.
+
+    At 1e5 s a float second has ~15 ps granularity, so ``to_ps(from_ps(ps))`` can come out a few ps
+    short: the protocol task hands the core ``max(now, deadline)`` (see the spy test below).
+    """
+    t = from_ps(ps)
+    assert t >= ps / 1e12
+    assert t - ps / 1e12 < 1.001e-9
+    assert to_ps(t) >= ps - 64
 
 
 # --- transfers over a faulty network -------------------------------------------------------------

@@ -126,3 +126,20 @@ def test_codec_refuses_garbage_like_the_wire_codec():
     for data in (b"", b"\x60" * 10, bytes(100)):
         with pytest.raises(DecodeError):
             c.decode_untrusted(data)
+
+
+def test_an_unreachable_peer_is_reported_not_waited_for_forever():
+    async def main_():
+        from mrc.io.transports import Peer
+
+        da, db = devices(port_gbps=0.25, base_rtt_us=1000)
+        with trio.fail_after(30):
+            async with open_endpoint(da, loopback()) as ea, open_endpoint(db, loopback()) as eb:
+                ea.local_peer = lambda: Peer.udp("127.0.0.1:9", "127.0.0.1:9")  # the responder answers nowhere
+                await run_transfer(ea, eb, TransferOptions(nbytes=1 << 20, **{**OPTS, "timeout_s": 1.0,
+                                                                              "probe_timeout_s": 0.2}))
+
+    from mrc.errors import MRCError
+
+    with pytest.raises(MRCError, match="cannot reach each other"):
+        trio.run(main_)
