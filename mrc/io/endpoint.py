@@ -1,0 +1,274 @@
+"""The trio adapter: one `mrc.api.Device` driven over real sockets, no protocol logic.
+
+Shape (aioquic's ``asyncio/protocol.py``, hypercorn's trio ``udp_server``,
+trio's DTLS endpoint):
+
+- one *reader* task per receive socket: ``recvmsg`` -> the transport's
+  ``unframe_untrusted`` (garbage is dropped and counted, never raised) -> a
+  bounded inbox (full: the datagram is dropped and counted);
+- one *protocol* task per endpoint, the only code that touches the device:
+  it waits for the inbox or the device's single deadline
+  (`Device.next_deadline`, never fired early: the core gets
+  ``max(now, deadline)``), feeds what arrived with ``trio.current_time()``
+  converted to integer picoseconds, fires the timer when due, then drains
+  `Device.packets_to_send` and ``sendto``'s each packet.
+
+Application code calls the device (post writes, poll CQs, query EV states)
+from its own tasks: trio runs one task at a time, and the protocol task only
+yields between core calls, so no lock is needed. After posting, call
+`Endpoint.wakeup` (or use `Endpoint.post_write`) so that the new work goes
+out at once. ``wait_*`` methods sleep until the protocol task has made the
+condition true.
+
+    async with open_endpoint(device, UdpEncap(["127.0.0.1:0"])) as ep:
+        ...                      # ep.local_peer() is where the peer sends
+
+or, with a nursery of your own: ``ep = Endpoint(device, transport);
+await nursery.start(ep.serve)``. Leaving the block (or cancelling the
+nursery) stops both kinds of task and closes the sockets.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, fields
+
+import trio
+
+from mrc.errors import UsageError
+from mrc.wire.errors import DecodeError
+
+PS_PER_S = 10**12
+MSG_TRUNC = 0x20  # Linux
+_WAKE = object()
+
+
+def to_ps(t: float) -> int:
+    """A trio time (float seconds) as the core's integer picoseconds."""
+    return int(t * PS_PER_S)
+
+
+def from_ps(ps: int) -> float:
+    """The core's picoseconds as trio time, rounded up so that a sleep never ends early."""
+    return math.ceil(ps / 1e3) / 1e9 if ps > 0 else ps / PS_PER_S
+
+
+@dataclass(frozen=True)
+class EndpointStatistics:
+    """A snapshot of an endpoint's counters (`Endpoint.statistics`)."""
+
+    rx_datagrams: int = 0  # datagrams read from the sockets
+    rx_bytes: int = 0
+    rx_garbage: int = 0  # dropped: not an MRC packet, truncated, bad ICRC (DecodeError)
+    rx_queue_drops: int = 0  # dropped: the inbox was full
+    rx_errors: int = 0  # socket receive errors (e.g. an ICMP error reported on the socket)
+    rx_fed: int = 0  # packets handed to the device
+    tx_datagrams: int = 0
+    tx_bytes: int = 0
+    tx_no_route: int = 0  # packets the transport could not address (no address on that port, EV with no path)
+    tx_errors: int = 0  # sendto failed (link down, no route in the kernel, buffer full): the core recovers
+    timers: int = 0  # device deadlines fired
+    steps: int = 0  # protocol-task iterations
+    inbox_size: int = 0
+    inbox_peak: int = 0  # deepest the inbox has been
+    cq_overruns: int = 0  # completions the application's CQs held beyond their size (reported, never lost)
+
+
+class Endpoint:
+    """One MRC NIC (`mrc.api.Device`) on the sockets of `transport` (`UdpEncap` or `NativeSrv6`)."""
+
+    def __init__(self, device, transport, *, inbox_size: int = 4096, rx_batch: int = 64, tx_batch: int = 32,
+                 tracer=None):
+        if device.ports != transport.ports:
+            raise UsageError(f"Endpoint: device {device.name!r} has {device.ports} port(s) but the transport "
+                             f"has {transport.ports} socket address(es); give one per NIC port")
+        self.device = device
+        self.transport = transport
+        self.rx_batch, self.tx_batch = rx_batch, tx_batch
+        self.tracer = tracer  # tracer(kind, now_ps, out_or_pkt): "tx" (OutPacket) / "rx" (PKT row) hook
+        self._inbox_send, self._inbox = trio.open_memory_channel(inbox_size)
+        self._counts = {f.name: 0 for f in fields(EndpointStatistics)}
+        self._counts["inbox_size"] = inbox_size
+        self._progress = trio.Event()
+        self._last_now = 0
+        self._cqs: list = []
+        self.serving = False
+
+    # -- time -------------------------------------------------------------------------
+    def now(self) -> int:
+        """The current time in the core's unit (ps), never before a time the device has seen."""
+        self._last_now = max(self._last_now, to_ps(trio.current_time()))
+        return self._last_now
+
+    # -- application side ---------------------------------------------------------------
+    def wakeup(self) -> None:
+        """Tell the protocol task that the device has new work (never blocks)."""
+        with contextlib.suppress(trio.WouldBlock, trio.ClosedResourceError):
+            self._inbox_send.send_nowait(_WAKE)
+
+    def post_write(self, qp, wr_id: int, sge, **kw) -> None:
+        """`QueuePair.post_write` at the current time, then `wakeup`."""
+        qp.post_write(wr_id, sge, now=self.now(), **kw)
+        self.wakeup()
+
+    def local_peer(self):
+        """This endpoint's addresses, as the `Peer` a remote side connects its QP to."""
+        return self.transport.local_peer()
+
+    def statistics(self) -> EndpointStatistics:
+        c = dict(self._counts)
+        c["cq_overruns"] = sum(cq.overruns for cq in self._cqs)
+        return EndpointStatistics(**c)
+
+    def watch_cq(self, cq) -> None:
+        """Include `cq`'s overruns in `statistics()`."""
+        if cq not in self._cqs:
+            self._cqs.append(cq)
+
+    async def wait_condition(self, fn, *args) -> None:
+        """Sleep until ``fn(*args)`` is true; it is checked again after every protocol step."""
+        while not fn(*args):
+            await self._progress.wait()
+
+    async def wait_completion(self, cq, num_entries: int = 16) -> list:
+        """Sleep until `cq` holds a completion; return up to `num_entries` of them."""
+        self.watch_cq(cq)
+        await self.wait_condition(lambda: len(cq) > 0)
+        return cq.poll(num_entries)
+
+    async def wait_ev_events(self, evq, num_entries: int = 16) -> list:
+        """Sleep until the controller's EV event queue `evq` holds events; return them."""
+        await self.wait_condition(lambda: len(evq) > 0)
+        return evq.poll(num_entries)
+
+    # -- the tasks ---------------------------------------------------------------------
+    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Open the sockets, run the reader tasks and the protocol task until cancelled.
+
+        For ``nursery.start(endpoint.serve)``: it reports started (with the
+        endpoint) once every socket is bound. The sockets close when it ends.
+        """
+        try:
+            await self.transport.open_sockets()
+            async with trio.open_nursery() as nursery:
+                for port, sock in self.transport.rx_sockets():
+                    nursery.start_soon(self._reader, port, sock)
+                nursery.start_soon(self._protocol)
+                self.serving = True
+                task_status.started(self)
+        finally:
+            self.serving = False
+            self.transport.close()
+            self._inbox_send.close()
+
+    async def _reader(self, port: int, sock) -> None:
+        c, tp = self._counts, self.transport
+        ancsize = 256 if tp.mode == "native" else 0
+        while True:
+            for data, anc, flags, addr in await sock.recv_batch(self.rx_batch, ancsize):
+                if data is None:
+                    c["rx_errors"] += 1
+                    continue
+                c["rx_datagrams"] += 1
+                c["rx_bytes"] += len(data)
+                if flags & MSG_TRUNC:
+                    c["rx_garbage"] += 1
+                    continue
+                try:
+                    item = tp.unframe_untrusted(port, data, anc, addr)
+                except (DecodeError, ValueError):
+                    c["rx_garbage"] += 1
+                    continue
+                try:
+                    self._inbox_send.send_nowait(item)
+                except trio.WouldBlock:
+                    c["rx_queue_drops"] += 1
+            depth = self._inbox.statistics().current_buffer_used
+            if depth > c["inbox_peak"]:
+                c["inbox_peak"] = depth
+
+    async def _protocol(self) -> None:
+        dev, c = self.device, self._counts
+        while True:
+            deadline = dev.next_deadline()
+            items = []
+            with trio.move_on_at(from_ps(deadline) if deadline is not None else math.inf) as scope:
+                items.append(await self._inbox.receive())
+            while len(items) < self.rx_batch:
+                try:
+                    items.append(self._inbox.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            now = self.now()
+            for item in items:
+                if item is not _WAKE:
+                    pkt, payload, peer = item
+                    if self.tracer is not None:
+                        self.tracer("rx", now, pkt)
+                    dev.receive(pkt, payload, now, src=peer)
+                    c["rx_fed"] += 1
+            if deadline is not None and (scope.cancelled_caught or now >= deadline):
+                now = self._last_now = max(now, deadline)  # never early (aioquic: max(timer_at, loop.time()))
+                dev.handle_timer(now)
+                c["timers"] += 1
+            await self._flush(now)
+            c["steps"] += 1
+            self._progress.set()
+            self._progress = trio.Event()
+
+    async def _flush(self, now: int) -> None:
+        dev, c, tp = self.device, self._counts, self.transport
+        while True:
+            outs = dev.packets_to_send(now, limit=self.tx_batch)
+            for out in outs:
+                framed = tp.frame(out)
+                if framed is None:
+                    c["tx_no_route"] += 1
+                    continue
+                index, data, addr = framed
+                if self.tracer is not None:
+                    self.tracer("tx", now, out)
+                try:
+                    await tp.socks[index].sendto(data, addr)
+                except OSError:
+                    c["tx_errors"] += 1
+                    continue
+                c["tx_datagrams"] += 1
+                c["tx_bytes"] += len(data)
+            if len(outs) < self.tx_batch:
+                return
+            await trio.lowlevel.checkpoint()  # let the readers run between bursts
+            now = self.now()
+
+
+def lone_exception(exc: BaseException) -> BaseException:
+    """The one exception inside nested single-member exception groups (else `exc` itself)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+@contextlib.contextmanager
+def unwrapped():
+    """Re-raise a lone exception from a nursery as itself (as trio-websocket does), so that callers see
+    the `MRCError` (or `OSError`) that happened rather than a group around it."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        lone = lone_exception(group)
+        if isinstance(lone, BaseExceptionGroup):
+            raise
+        raise lone from None
+
+
+@contextlib.asynccontextmanager
+async def open_endpoint(device, transport, **kw):
+    """An `Endpoint` serving in a nursery of its own for the duration of the block."""
+    ep = Endpoint(device, transport, **kw)
+    with unwrapped():
+        async with trio.open_nursery() as nursery:
+            await nursery.start(ep.serve)
+            try:
+                yield ep
+            finally:
+                nursery.cancel_scope.cancel()
