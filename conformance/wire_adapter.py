@@ -290,4 +290,7 @@ def _read_banner(proc: subprocess.Popen) -> str:
     if not box:
         proc.kill()
         raise PeerError(f"the peer printed nothing within {IO_TIMEOUT_S:.0f} s")
+    if not box[0]:
+        status = proc.wait(timeout=IO_TIMEOUT_S)
+        raise PeerError(f"the peer {proc.args[0]!r} exited with status {status} before printing its banner")
     return box[0].strip()
