@@ -41,6 +41,8 @@ class Result:
             return ""
         if self.outcome == SKIP:
             return self.detail
+        if self.outcome == ERROR:
+            return f"the case could not run to its verdict: {self.detail}"
         return f"{self.case.failure}: {self.detail}" if self.detail else self.case.failure
 
 

@@ -2,9 +2,9 @@
 controller). `CASES` is the table the runner, the CLI, the docs and the tests read."""
 from __future__ import annotations
 
-from . import controller, nscc, recovery, requester, responder, wire
+from . import controller, nscc, recovery, requester, responder, wimm, wire
 
-CASES = [*wire.CASES, *requester.CASES, *recovery.CASES, *responder.CASES, *nscc.CASES, *controller.CASES]
+CASES = [*wire.CASES, *requester.CASES, *recovery.CASES, *responder.CASES, *wimm.CASES, *nscc.CASES, *controller.CASES]
 BY_ID = {c.id: c for c in CASES}
 
 

@@ -6,10 +6,10 @@ The expansion of raw EVs is computed here from the mrc_ctl.h text (notes
 """
 from __future__ import annotations
 
-from ..adapter import EndpointConfig, EvFieldDef
+from ..adapter import EvFieldDef
 from ..case import MUST, SHOULD, case
 from ..scenario import drop
-from .common import MS, US, evs, first_seen, pattern, post, requester_pair, sends_done
+from .common import MS, US, evs, pattern, post, requester_pair, sends_done
 
 CASES: list = []
 
