@@ -140,10 +140,6 @@ class ReferenceEndpoint(Endpoint):
         mr, buf, off, length = self._regions[region.va]
         return bytes(buf[off:off + length])
 
-    def raw_region(self, region: Region) -> bytearray:
-        """The whole registered buffer behind `region` (slack included)."""
-        return self._regions[region.va][1]
-
     def post_write(self, wr_id, data, *, remote_va, rkey, imm, now):
         data = bytes(data)
         if self._arena is None:

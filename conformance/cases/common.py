@@ -14,10 +14,6 @@ from ..reference import default_evs
 __all__ = ["MS", "NS", "US", "pattern", "evs", "requester_pair", "responder_pair", "post", "sends_done",
            "ev_counts", "share", "by_psn", "first_seen", "retransmissions", "describe", "lose_first"]
 
-SMALL_MTU = 1024
-BASE_RTT_NS = 8000
-
-
 def pattern(n: int, seed: int = 0) -> bytes:
     """`n` bytes nobody would write by accident."""
     return np.random.default_rng(seed + 1000).integers(0, 256, n, dtype=np.uint8).tobytes()

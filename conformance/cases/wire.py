@@ -8,6 +8,8 @@ with `mrc.conformance.packets.icrc_ok` (written here from IBTA Annex A17 over
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from mrc.wire import EvMode
@@ -21,7 +23,6 @@ from ..scenario import drop, trimmed
 from .common import MS, US, evs, first_seen, pattern, post, requester_pair, responder_pair, sends_done
 
 CASES: list = []
-OP = {op.name.replace("MRC_WRITE_", ""): int(op) for op in Opcode if op.name.startswith("MRC_WRITE_")}
 
 
 def _exchange(t, complete: bool = True):
@@ -223,6 +224,7 @@ for _mode, _need in (("STEV", ()), ("UDP", ("ev_mode_udp",))):
          network="lossless", mutants=["ev-halves-swapped"], needs=_need, params={"mode": _mode})(_ev_encoding)
 
 
+@functools.lru_cache(maxsize=1)
 def _srv6_topology():
     from mrc.fabric import from_preset
 
