@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..adapter import EvFieldDef
 from ..case import MUST, SHOULD, case
-from ..scenario import drop
+from ..scenario import drop, marked
 from .common import MS, US, evs, pattern, post, requester_pair, sends_done
 
 CASES: list = []
@@ -107,13 +107,22 @@ def _denied(t):
     t.expect(any(p.ev == x for p in sc.data_sent(req, since)), "the EV set GOOD again was not used again")
 
 
-def _blackhole_until(t, heal_ps, **iut):
+def _blackhole_until(t, heal_ps, *, mark_after=False, **iut):
+    """EV x loses everything until `heal_ps` (then, with `mark_after`, its packets arrive CE-marked)."""
     ev_list = evs(2, 8)
     cfg = dict(evs=ev_list, ev_active=16, mtu=1024, timeout=12, options={"ev_probe_interval_ps": 50 * US})
     cfg.update(iut)
-    sc, req, rsp, region = requester_pair(t, iut=cfg)
+    sc, req, rsp, region = requester_pair(t, iut=cfg, tester=dict(options={"always_skip_marks": 0}))
     x = ev_list[0][0]
-    sc.route = lambda sc, p: drop(p) if p.src == "req" and p.ev == x and sc.now < heal_ps else None
+
+    def route(sc, p):
+        if p.src != "req" or p.ev != x:
+            return None
+        if sc.now < heal_ps:
+            return drop(p)
+        return marked(p) if mark_after else None
+
+    sc.route = route
     post(sc, req, 1, pattern(64 * 1024), region)
     t.expect(sc.run(sends_done(req, 1), max_ps=20 * MS), "the write did not complete")
     sc.run_for(max(0, 2 * MS - sc.now))
@@ -137,6 +146,26 @@ def _events(t):
     t.expect(ev_events[0].port == 1, f"ASSUMED_BAD event on port {ev_events[0].port}, expected the EV's port 1")
     others = {a for a, _ in got} - {x}
     t.expect(not others, f"events for EVs that never failed: {sorted(hex(e) for e in others)}")
+
+
+@case("controller.good-event-after-marked-probe", MUST, registry=CASES,
+      ref="notes §3.4 (ASSUMED_BAD leaves on a probe answer: m = NONE -> GOOD, m = SKIP_ONCE -> SKIP, then GOOD); "
+          "§3.2 (EV events for transitions to ASSUMED_BAD and GOOD)",
+      behaviour="An EV reported ASSUMED_BAD is reported GOOD when it is back in service, also when its probe "
+                "answer came back ECN-marked (ASSUMED_BAD -> SKIP -> GOOD).",
+      failure="an EV came back into service without a GOOD event",
+      network="one EV is a black hole until 150 us, then its packets arrive CE-marked",
+      mutants=["no-ev-events"], needs=["ev_events"])
+def _good_via_skip(t):
+    sc, req, x = _blackhole_until(t, 150 * US, mark_after=True)
+    since = sc.now
+    post(sc, req, 2, pattern(64 * 1024, 1), sc.nodes["rsp"].ep.reg_mr(1 << 16))
+    t.expect(sc.run(sends_done(req, 2), max_ps=sc.now + 20 * MS), "the second write did not complete")
+    t.expect(any(p.ev == x for p in sc.data_sent(req, since)), "tester problem: the EV never came back into service")
+    got = [(e.ev, e.state) for e in req.poll_events() if e.kind == "EV_STATE"]
+    t.expect((x, "ASSUMED_BAD") in got, f"no ASSUMED_BAD event for {x:#x}")
+    t.expect(got.index((x, "GOOD")) > got.index((x, "ASSUMED_BAD")) if (x, "GOOD") in got else False,
+             f"{x:#x} carries data again but its events are {[(hex(a), b) for a, b in got]}: no GOOD")
 
 
 @case("controller.event-mask", MUST, registry=CASES,

@@ -17,6 +17,10 @@ KNOWN_REFERENCE_FAILURES = {
     "requester.dead-plane-keeps-spraying":
         "core bug: evset.rebalance caps every plane's active set at one more than the plane with the fewest "
         "usable EVs, so when every EV of one plane is ASSUMED_BAD the other plane drops to a single active EV",
+    "controller.good-event-after-marked-probe":
+        "core bug: evset.ev_input reports GOOD only for ASSUMED_BAD -> GOOD and DENIED -> GOOD; an EV whose probe "
+        "answer is ECN-marked goes ASSUMED_BAD -> SKIP -> GOOD and is never reported GOOD, so the controller "
+        "still believes it failed",
     "nscc.max-cwnd":
         "ctl/core bug: the CC profile's max_cwnd does not bound the initial window: ctl._cc_config keeps "
         "nscc_profile's init_cwnd (one BDP) when max_cwnd is set lower, and nscc.cc_init starts at init_cwnd "
