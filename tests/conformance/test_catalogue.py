@@ -1,0 +1,40 @@
+"""The case table itself: coverage of every group the issue names, references, mutants, and the generated
+catalogue in docs/conformance.md (which must not drift from the cases)."""
+from __future__ import annotations
+
+import pathlib
+import re
+
+from mrc.conformance.case import GROUPS
+from mrc.conformance.cases import CASES
+from mrc.conformance.cli import BEGIN, END, markdown
+
+DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
+
+
+def test_at_least_forty_cases_in_every_group():
+    assert len(CASES) >= 40
+    per_group = {g: sum(c.group == g for c in CASES) for g in GROUPS}
+    assert all(n >= 5 for n in per_group.values()), per_group
+
+
+def test_every_case_is_complete():
+    for c in CASES:
+        assert c.level in ("MUST", "SHOULD") and c.ref and c.behaviour and c.failure and c.network, c.id
+        assert re.search(r"notes §\d|UET 1\.0|IBTA|project choice", c.ref), c.id
+
+
+def test_the_issue_topics_are_covered():
+    ids = " ".join(c.id for c in CASES)
+    for topic in ("segmentation", "mpr", "planes", "skip-after-ecn", "trimmed-immediate", "lasthop-no-penalty",
+                  "silent-loss", "probe-recovery", "rto-backoff", "retry-exhausted", "rtx-flag", "wimm", "sack-cack",
+                  "sack-bitmap", "sack-reflects-ev", "sack-m-field", "sack-timestamp", "trim-nack", "duplicate",
+                  "oor", "write-refused", "quadrant", "quick-adapt", "ev-field-expansion", "denied", "ev-events",
+                  "port-status", "icrc", "ev-encoding", "srv6", "golden", "decoders-agree"):
+        assert topic in ids, topic
+
+
+def test_docs_catalogue_is_generated_from_the_cases():
+    text = DOC.read_text()
+    section = text[text.index(BEGIN):text.index(END) + len(END)]
+    assert section == markdown(CASES), "stale: run `mrc conformance list --update docs/conformance.md`"
