@@ -355,7 +355,7 @@ class Controller(EvOpsMixin, EndpointMixin):
                     raise UsageError(f"CC profile {profile_id}: algorithm none needs max_cwnd (the fixed window, bytes)")
                 prof = setup.fixed_window_profile(window_bytes=int(window), base_rtt_ps=base_ns * 1000, mtu=dev.mtu)
             else:
-                prof = setup.nscc_profile(mtu=dev.mtu, rate_bps=rate, base_rtt_ps=base_ns * 1000)
+                return setup.nscc_profile(mtu=dev.mtu, rate_bps=rate, base_rtt_ps=base_ns * 1000, **rest, **conv)
             prof.update(rest)
             prof.update(conv)
             return setup._checked_cc(prof)

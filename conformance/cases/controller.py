@@ -155,7 +155,7 @@ def _events(t):
                 "answer came back ECN-marked (ASSUMED_BAD -> SKIP -> GOOD).",
       failure="an EV came back into service without a GOOD event",
       network="one EV is a black hole until 150 us, then its packets arrive CE-marked",
-      mutants=["no-ev-events"], needs=["ev_events"])
+      mutants=["no-ev-events", "no-probes", "ev-halves-swapped", "sack-bitmap-reversed"], needs=["ev_events"])
 def _good_via_skip(t):
     sc, req, x = _blackhole_until(t, 150 * US, mark_after=True)
     since = sc.now

@@ -268,7 +268,7 @@ def _selective(t):
                 "EV set.",
       failure="spraying collapses when one plane's paths are all dead",
       network="every packet the requester sends on port 2 is lost",
-      mutants=["sticky-ev"])
+      mutants=["sticky-ev", "sack-bitmap-reversed"])
 def _dead_plane(t):
     sc, req, rsp, region, _ = _blackhole(t)
     sc.route = lambda sc, p: drop(p) if p.src == "req" and p.port == 2 else None

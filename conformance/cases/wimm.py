@@ -91,5 +91,6 @@ for _what, (_, _, _desc, _ref, _mut) in WIMM_ERRORS.items():
     case(f"responder.wimm-error-nak[{_what}]", SHOULD, registry=CASES,
          ref=_ref + "; IBTA RC (a fatal responder error is NAKed)",
          behaviour=f"When {_desc}, the responder tells the requester at once (NAK or NACK UNEXP_EVENT).",
-         failure=f"{_desc}, and the requester is not told", network="crafted requester", mutants=["no-aeth-nak"],
+         failure=f"{_desc}, and the requester is not told", network="crafted requester",
+         mutants=["no-aeth-nak", *_mut],
          params={"what": _what})(_wimm_nak)

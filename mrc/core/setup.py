@@ -107,9 +107,16 @@ QP_BOUNDS = {
 
 
 def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US, **overrides) -> dict:
-    """An NSCC CC-profile row (as a dict) for a QP of aggregate rate `rate_bps`."""
+    """An NSCC CC-profile row (as a dict) for a QP of aggregate rate `rate_bps`.
+
+    Parameters derived from others (QuickAdapt threshold and proportional gain from
+    ``target_delay``; initial and minimum window from ``max_cwnd``) follow an
+    overridden value unless they are overridden themselves, so a profile that only
+    lowers ``max_cwnd`` also starts within it.
+    """
     bdp = rate_bps * base_rtt_ps // (8 * 10**12)
-    target = base_rtt_ps * 3 // 4
+    target = overrides.get("target_delay", base_rtt_ps * 3 // 4)
+    max_cwnd = overrides.get("max_cwnd", max(3 * bdp // 2, mtu))
     prof = {
         "algorithm": D.CC_NSCC,
         "disable_qa": 0,
@@ -121,9 +128,9 @@ def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_p
         "fi_scale": 0.25,
         "gamma": 0.8,
         "max_md_jump": 0.5,
-        "max_cwnd": max(3 * bdp // 2, mtu),
-        "min_cwnd": mtu,
-        "init_cwnd": max(bdp, mtu),
+        "max_cwnd": max_cwnd,
+        "min_cwnd": min(mtu, max_cwnd),
+        "init_cwnd": min(max(bdp, mtu), max_cwnd),
         "qa_gate": 3,
         "qa_threshold": 4 * target,
         "target_delay": target,
@@ -150,6 +157,8 @@ def _checked_cc(prof: dict) -> dict:
             raise ConfigError(f"cc.{key}", prof[key], "must be positive")
     if prof["min_cwnd"] > prof["max_cwnd"]:
         raise ConfigError("cc.min_cwnd", prof["min_cwnd"], f"exceeds max_cwnd ({prof['max_cwnd']})")
+    if not prof["min_cwnd"] <= prof["init_cwnd"] <= prof["max_cwnd"]:
+        raise ConfigError("cc.init_cwnd", prof["init_cwnd"], f"must be within [min_cwnd, max_cwnd] = [{prof['min_cwnd']}, {prof['max_cwnd']}]")
     if not 0.0 <= prof["max_md_jump"] <= 1.0:
         raise ConfigError("cc.max_md_jump", prof["max_md_jump"], "must be within [0, 1]")
     if not 0.0 <= prof["gamma"]:

@@ -66,3 +66,15 @@ def test_allocate_refuses_bad_sizes():
         with pytest.raises(ConfigError) as e:
             tables.allocate(1, **kw)
         assert e.value.key == key
+
+
+def test_nscc_profile_derived_values_follow_overrides():
+    # A lower max_cwnd also bounds the initial and minimum windows (first burst within max_cwnd).
+    p = setup.nscc_profile(mtu=4096, rate_bps=400 * 10**9, base_rtt_ps=8 * US, max_cwnd=16384)
+    assert p["max_cwnd"] == 16384 and p["init_cwnd"] == 16384 and p["min_cwnd"] == 4096
+    # QuickAdapt threshold and proportional gain follow an overridden target delay.
+    p = setup.nscc_profile(mtu=4096, base_rtt_ps=8 * US, target_delay=2 * US)
+    assert p["qa_threshold"] == 8 * US and p["pi_gain"] == 4.0 * 4096 / (2 * US)
+    # An explicit initial window outside [min_cwnd, max_cwnd] is refused, naming the key.
+    with pytest.raises(ConfigError, match="cc.init_cwnd"):
+        setup.nscc_profile(max_cwnd=16384, init_cwnd=65536)
