@@ -19,11 +19,17 @@ from mrc._jit import njit
 from mrc.wire.constants import ROCEV2_UDP_PORT, EvMode
 from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.errors import decode_error, encode_error
-from mrc.wire.packet import encode_checked, encode_packet, encoded_len
+from mrc.wire.packet import encode_checked, encoded_len
 from mrc.wire.parse import decode_packet
 from mrc.wire.records import NET, PKT
 
 _NO_PAYLOAD = np.zeros(0, dtype=np.uint8)
+_NO_PAYLOAD.flags.writeable = False  # one-packet calls pass read-only bytes: one compiled variant
+
+
+def _readonly_bytes(data) -> np.ndarray:
+    """A read-only uint8 view of `data` (copied once only if it is not already ``bytes``)."""
+    return np.frombuffer(data if type(data) is bytes else bytes(data), dtype=np.uint8)
 
 
 def _rows(x, dtype, name) -> np.ndarray:
@@ -53,14 +59,12 @@ def encode(pkt, net, payload: bytes | None = None) -> bytes:
     else:
         if len(payload) != int(p[0]["payload_len"]):
             raise _payload_mismatch(len(payload), int(p[0]["payload_len"]))
-        arena, pay_off = np.frombuffer(bytes(payload), dtype=np.uint8).copy(), 0
+        arena, pay_off = _readonly_bytes(payload), 0
     total = encoded_len(p, 0, n, 0)
     if total < 0:
         raise encode_error(-total)
     buf = np.empty(total, dtype=np.uint8)
-    end = encode_packet(p, 0, n, 0, arena, pay_off, buf, 0)
-    if end < 0:
-        raise encode_error(-end)
+    encode_checked(p, 0, n, 0, arena, pay_off, buf, 0, total)
     return buf.tobytes()
 
 
@@ -88,7 +92,7 @@ def decode(
     always SRv6). `dport` 0 accepts any UDP port. `port` fills `PKT.port`
     (the local NIC port it arrived on). Raises `DecodeError`.
     """
-    buf = np.frombuffer(bytes(data), dtype=np.uint8).copy()
+    buf = _readonly_bytes(data)
     pkts = np.zeros(1, dtype=PKT)
     nets = np.zeros(1, dtype=NET)
     code, pay = decode_packet(
