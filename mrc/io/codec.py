@@ -6,6 +6,11 @@ buffer and a packet row the transport keeps, with the same compiled entry
 points as `mrc.wire.codec.encode` (`encoded_len` / `encode_checked`), which
 saves allocating both per packet. Both raise the wire's `DecodeError` /
 `EncodeError`; the bytes and records are identical to the wire codec's (tested).
+
+``csum_offload=True`` (for a trusted peer, or when something below already
+checks integrity, e.g. the outer UDP checksum of UDP encapsulation) sends
+packets with the ICRC and UDP checksum left to "hardware" and accepts packets
+without checking them (docs/wire.md, "Checksum offload").
 """
 from __future__ import annotations
 
@@ -26,11 +31,14 @@ class Codec:
     """Encode into a reused buffer and decode into fresh rows, for one transport."""
 
     def __init__(self, *, ev_mode: EvMode = EvMode.STEV, dport: int = ROCEV2_UDP_PORT,
-                 dscp: DscpTable = DEFAULT_DSCP, verify_udp: bool = True, max_packet: int = 65536 + 256):
+                 dscp: DscpTable = DEFAULT_DSCP, verify_udp: bool = True, csum_offload: bool = False,
+                 max_packet: int = 65536 + 256):
         self.ev_mode = EvMode(ev_mode)
         self.dport = int(dport)
         self.dscp = dscp
-        self.verify_udp = bool(verify_udp)
+        self.csum_offload = bool(csum_offload)
+        self.verify_icrc = not self.csum_offload
+        self.verify_udp = bool(verify_udp) and not self.csum_offload
         self._pkt = np.zeros(1, dtype=PKT)
         self._buf = np.empty(max_packet, dtype=np.uint8)
 
@@ -47,11 +55,11 @@ class Codec:
         if total > len(self._buf):
             self._buf = np.empty(total, dtype=np.uint8)
         arena = np.frombuffer(payload if type(payload) is bytes else bytes(payload), dtype=np.uint8) if payload else _EMPTY
-        end = encode_checked(p, 0, net, 0, arena, 0 if payload else -1, self._buf, 0, total)
+        end = encode_checked(p, 0, net, 0, arena, 0 if payload else -1, self._buf, 0, total, self.csum_offload)
         return memoryview(self._buf)[:end]
 
     def decode_untrusted(self, data, port: int = 0):
         """``(pkt, payload)`` of a packet from its first IP header; raises `DecodeError`."""
         pkt, _, payload = decode(data, ev_mode=self.ev_mode, dport=self.dport, dscp=self.dscp,
-                                 verify_udp=self.verify_udp, port=port)
+                                 verify_icrc=self.verify_icrc, verify_udp=self.verify_udp, port=port)
         return pkt, payload

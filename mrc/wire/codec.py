@@ -10,6 +10,12 @@
 
 Bytes start at the first IP header. Problems raise `DecodeError` /
 `EncodeError` naming header and field; the compiled code only returns codes.
+
+Checksum offload: ``encode(..., csum_offload=True)`` leaves the ICRC and the
+UDP checksum to the NIC as a driver with checksum offload does (ICRC zero, UDP
+checksum field = pseudo-header sum), and ``decode(..., verify_icrc=False,
+verify_udp=False)`` trusts them; together they skip the four passes over the
+payload that dominate large packets (docs/wire.md, "Checksum offload").
 """
 from __future__ import annotations
 
@@ -45,10 +51,12 @@ def _rows(x, dtype, name) -> np.ndarray:
     raise TypeError(f"{name} must be a {name.upper()} row or table, not {type(x).__name__}")
 
 
-def encode(pkt, net, payload: bytes | None = None) -> bytes:
+def encode(pkt, net, payload: bytes | None = None, *, csum_offload: bool = False) -> bytes:
     """Bytes of one packet (from its first IP header to its ICRC).
 
     `payload` must hold exactly ``pkt['payload_len']`` bytes; None sends zeros.
+    `csum_offload` leaves the ICRC and the UDP checksum to the NIC (docs/wire.md,
+    "Checksum offload"): ICRC zero, UDP checksum field = pseudo-header sum.
     """
     p = _rows(pkt, PKT, "pkt")
     n = _rows(net, NET, "net")
@@ -64,7 +72,7 @@ def encode(pkt, net, payload: bytes | None = None) -> bytes:
     if total < 0:
         raise encode_error(-total)
     buf = np.empty(total, dtype=np.uint8)
-    encode_checked(p, 0, n, 0, arena, pay_off, buf, 0, total)
+    encode_checked(p, 0, n, 0, arena, pay_off, buf, 0, total, bool(csum_offload))
     return buf.tobytes()
 
 
@@ -119,25 +127,26 @@ def _batch_lengths(pkts, nets, lengths):
 
 
 @njit
-def _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets):
+def _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets, csum_offload):
     broadcast = nets.shape[0] == 1
     zero_payload = pay_offsets.shape[0] == 0
     for i in range(pkts.shape[0]):
         j = 0 if broadcast else i
         po = -1 if zero_payload else pay_offsets[i]
-        r = encode_checked(pkts, i, nets, j, arena, po, buf, offsets[i], offsets[i + 1] - offsets[i])
+        r = encode_checked(pkts, i, nets, j, arena, po, buf, offsets[i], offsets[i + 1] - offsets[i], csum_offload)
         if r < 0:
             return i, -r
     return -1, 0
 
 
-def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = None, pay_offsets=None):
+def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = None, pay_offsets=None, *,
+                 csum_offload: bool = False):
     """Encode a packet table into one buffer.
 
     `nets` has one row per packet, or a single row shared by all. Payload of
     packet k is ``arena[pay_offsets[k] : pay_offsets[k] + pkts['payload_len'][k]]``;
     without an arena payloads are zeros. Returns ``(buf, offsets)`` with
-    ``len(offsets) == len(pkts) + 1``.
+    ``len(offsets) == len(pkts) + 1``. `csum_offload` as in `encode`.
     """
     pkts = _rows(pkts, PKT, "pkts")
     nets = _rows(nets, NET, "nets")
@@ -166,7 +175,7 @@ def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = 
     offsets = np.zeros(len(pkts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     buf = np.empty(int(offsets[-1]), dtype=np.uint8)
-    i, code = _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets)
+    i, code = _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets, bool(csum_offload))
     if i >= 0:  # pragma: no cover - lengths were checked above
         raise encode_error(code)
     return buf, offsets
