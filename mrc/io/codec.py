@@ -1,7 +1,7 @@
 """The wire codec on the adapter's hot path: one transport's settings, and a reused send buffer.
 
-Decoding is `mrc.wire.codec.decode` itself (it reads the received bytes in
-place and shares the DSCP table's cached class array). Encoding writes into a
+Decoding is `mrc.wire.codec.decode` itself (one copy of the received bytes;
+it shares the DSCP table's cached class array). Encoding writes into a
 buffer and a packet row the transport keeps, with the same compiled entry
 points as `mrc.wire.codec.encode` (`encoded_len` / `encode_checked`), which
 saves allocating both per packet. Both raise the wire's `DecodeError` /
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.wire.codec import decode
+from mrc.wire.codec import _readonly_bytes, decode
 from mrc.wire.constants import ROCEV2_UDP_PORT, EvMode
 from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.errors import EncodeError, encode_error
@@ -54,7 +54,7 @@ class Codec:
             raise encode_error(-total)
         if total > len(self._buf):
             self._buf = np.empty(total, dtype=np.uint8)
-        arena = np.frombuffer(payload if type(payload) is bytes else bytes(payload), dtype=np.uint8) if payload else _EMPTY
+        arena = _readonly_bytes(payload) if payload else _EMPTY
         end = encode_checked(p, 0, net, 0, arena, 0 if payload else -1, self._buf, 0, total, self.csum_offload)
         return memoryview(self._buf)[:end]
 

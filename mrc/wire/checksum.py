@@ -170,12 +170,12 @@ def icrc(buf, ip_off, ip_version, udp_off, end):
         for j in range(hl):
             b = buf[ip_off + j]
             if j == 1 or j == 8 or j == 10 or j == 11:
-                b = 0xFF
+                b = np.uint8(0xFF)
             crc = crc32_byte(crc, b)
         for j in range(20):
             b = buf[udp_off + j]
             if j == 6 or j == 7 or j == 12:
-                b = 0xFF
+                b = np.uint8(0xFF)
             crc = crc32_byte(crc, b)
         crc = crc32_update(crc, buf, udp_off + 20, end)
     return crc ^ np.uint32(0xFFFFFFFF)

@@ -29,13 +29,24 @@ from mrc.wire.packet import encode_checked, encoded_len
 from mrc.wire.parse import decode_packet
 from mrc.wire.records import NET, PKT
 
+# Compiled code is specialised per array type, and each variant of encode_checked or
+# decode_packet costs seconds of compile time (their checksum helpers more), so every entry
+# point passes the same kinds: payloads read-only (a view, never a copy), packet buffers
+# writable (decode copies the bytes once).
 _NO_PAYLOAD = np.zeros(0, dtype=np.uint8)
-_NO_PAYLOAD.flags.writeable = False  # one-packet calls pass read-only bytes: one compiled variant
+_NO_PAYLOAD.flags.writeable = False
 
 
 def _readonly_bytes(data) -> np.ndarray:
-    """A read-only uint8 view of `data` (copied once only if it is not already ``bytes``)."""
-    return np.frombuffer(data if type(data) is bytes else bytes(data), dtype=np.uint8)
+    """A read-only uint8 view of `data` (copied only if it has no buffer interface)."""
+    a = np.frombuffer(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data), dtype=np.uint8)
+    a.flags.writeable = False
+    return a
+
+
+def _packet_buffer(data) -> np.ndarray:
+    """The bytes of `data` in a fresh writable uint8 array (one copy)."""
+    return np.frombuffer(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data), dtype=np.uint8).copy()
 
 
 def _rows(x, dtype, name) -> np.ndarray:
@@ -100,7 +111,7 @@ def decode(
     always SRv6). `dport` 0 accepts any UDP port. `port` fills `PKT.port`
     (the local NIC port it arrived on). Raises `DecodeError`.
     """
-    buf = _readonly_bytes(data)
+    buf = _packet_buffer(data)
     pkts = np.zeros(1, dtype=PKT)
     nets = np.zeros(1, dtype=NET)
     code, pay = decode_packet(
@@ -155,7 +166,8 @@ def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = 
     if arena is None:
         arena, pay_offsets = _NO_PAYLOAD, np.zeros(0, dtype=np.int64)
     else:
-        arena = np.ascontiguousarray(arena, dtype=np.uint8)
+        arena = np.ascontiguousarray(arena, dtype=np.uint8).view()
+        arena.flags.writeable = False  # a view: the caller's array stays writable
         pay_offsets = np.ascontiguousarray(pay_offsets, dtype=np.int64)
         if pay_offsets.shape != (len(pkts),):
             raise TypeError("pay_offsets needs one start offset per packet")
@@ -216,7 +228,7 @@ def decode_batch(
     """
     if errors not in ("raise", "collect"):
         raise ValueError(f"errors = {errors!r}: 'raise' or 'collect'")
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    buf = np.require(buf, dtype=np.uint8, requirements=["C", "W"])  # writable, as decode's (no copy if it is)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
     if n < 0 or (n > 0 and (offsets[0] < 0 or offsets[-1] > len(buf) or np.any(np.diff(offsets) < 0))):

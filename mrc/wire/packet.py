@@ -232,7 +232,7 @@ def encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total, csum_off
         for k in range(4):
             buf[pos + 12 + k] = n["src"][12 + k]
             buf[pos + 16 + k] = n["dst"][12 + k]
-        H.put16(buf, pos + 10, ipv4_checksum(buf, pos, 20))
+        H.put16(buf, pos + 10, ipv4_checksum(buf, pos, np.int64(20)))  # not a literal: one compiled variant
         pos += 20
     else:
         if n["ev_mode"] == SRV6:
