@@ -60,7 +60,7 @@ ALLOWED_ATTRS = {
     "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
             "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
-            "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target"},
+            "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps"},
     "RESET": set(), "ERROR": set(),
 }
 

@@ -283,6 +283,7 @@ EV = np.dtype(
         ("probe_ok", np.uint8),  # consecutive successful probes while ASSUMED_BAD
         ("probe_outstanding", np.uint8),
         ("probe_deadline", np.int64),
+        ("probe_sent", np.int64),  # send time of the last probe on this EV (its answer's RTT), -1 if none
         ("bad_since", np.int64),
         ("tx_pkts", np.int64),
         ("losses", np.uint32),  # losses attributed to this EV (EV event drop_count)

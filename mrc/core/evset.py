@@ -106,6 +106,7 @@ def setup_planes(T, i):
         q["plane_start"][p] = k
     for k in range(i64(q["n_ev"])):
         row[k]["order"] = k - i64(q["plane_start"][row[k]["plane"]])
+        row[k]["probe_sent"] = -1
     for p in range(n_planes):
         size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
         if size > 0:

@@ -20,6 +20,13 @@ Sources and choices (docs/protocol.md):
   retransmitting any packets that may have been lost"): every packet still
   in flight on that EV is retransmitted too. Loss detection by time rather
   than by duplicate count is what UET's spraying-tolerant recovery does.
+- RTT (MRC notes 3.5: "from TSETH timestamp reflected in CC_STATE or from a
+  local send-time database"): a sample is now minus our own send time of the
+  transmission the feedback answers (the SACK's trigger PSN cack_psn +
+  ack_psn_offset, the NACK's PSN, or for a probe's answer the last probe sent
+  on the EV it reflects); the reflected 16-bit timestamp, which wraps every
+  2^16 x ``ts_unit_ps``, only tells which transmission that was (no match, no
+  sample: Karn's rule). See `_rtt_sample`.
 - A retransmission acknowledged sooner than the base RTT after it was sent
   cannot have been the copy that arrived: it is counted as spurious.
 - RTO (mrc.h): 1.024 us x 2^timeout without progress; ``retry_linear``
@@ -153,12 +160,21 @@ def _progress(q, now):
 
 
 @njit_core
-def _rtt_sample(q, ent_send_time, reflected_ts, now):
-    """RTT from the reflected TSETH timestamp, made exact with our own send time when they agree."""
-    unit = q["ts_unit_ps"]
-    rtt = ((timestamp(q, now) - reflected_ts) & 0xFFFF) * unit
-    if ent_send_time > 0 and (ent_send_time // unit) & 0xFFFF == reflected_ts:
-        rtt = now - ent_send_time
+def _rtt_sample(q, send_time, reflected_ts, now):
+    """RTT sample of the transmission sent at `send_time` that a SACK / NACK / probe answer acknowledges.
+
+    Returns ``now - send_time`` (our own clock: it never aliases) and updates
+    ``last_rtt`` / ``srtt``, or -1 (no sample, nothing updated) when `send_time`
+    is unknown (< 0) or the reflected 16-bit TSETH timestamp is not the one that
+    transmission carried: the feedback answers another transmission (an earlier
+    copy of a retransmitted PSN, whose send time is no longer kept; a probe
+    superseded on its EV; a stale duplicate), so, as Karn's rule says, it gives
+    no sample. The reflected timestamp alone is never an RTT: it wraps every
+    2^16 x ``ts_unit_ps`` (524 us at 8 ns).
+    """
+    if send_time < 0 or timestamp(q, send_time) != reflected_ts:
+        return -1
+    rtt = now - send_time
     if rtt < 0:
         rtt = 0
     q["last_rtt"] = rtt
@@ -185,13 +201,20 @@ def on_sack(T, i, p, now):
     if p["mpr"] != 0:
         q["peer_mpr"] = p["mpr"]
     trigger = psn_add(cack, i64(p["ack_psn_offset"]))
+    # the transmission this SACK answers (its send time gives the RTT): a probe's answer
+    # (pr = 1) reflects the probe's EV (probes consume no PSN); any other SACK's trigger PSN
+    # is cack_psn + ack_psn_offset, sent on the EV the SACK reflects
     trig_send = -1
-    trig_slot = -1
-    if psn_diff(trigger, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], trigger) > 0:
+    slot = -1
+    if p["pr"]:
+        slot = evset.find_slot(T, i, p["entropy"])
+        if slot >= 0:
+            trig_send = T.ev[q["ev_row"], slot]["probe_sent"]
+    elif psn_diff(trigger, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], trigger) > 0:
         ent = tx_slot(T, q, trigger)
-        if ent["state"] != D.TX_FREE:
+        if ent["state"] != D.TX_FREE and ent["ev_slot"] >= 0 and T.ev[q["ev_row"], ent["ev_slot"]]["ev"] == p["entropy"]:
             trig_send = ent["send_time"]
-            trig_slot = ent["ev_slot"]
+            slot = ent["ev_slot"]
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
@@ -209,13 +232,13 @@ def on_sack(T, i, p, now):
                     newly += _acked(q, ent, now)
                     ent["state"] = D.TX_SACKED
     rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
-    # the EV the SACK reflects: the trigger's slot when it matches, else look it up
-    slot = trig_slot
-    if slot < 0 or T.ev[q["ev_row"], slot]["ev"] != p["entropy"]:
+    # the EV the SACK reflects: the trigger's slot when it matched, else look it up
+    if slot < 0:
         slot = evset.find_slot(T, i, p["entropy"])
     if slot >= 0:
         e = T.ev[q["ev_row"], slot]
-        e["last_rtt"] = rtt
+        if rtt >= 0:
+            e["last_rtt"] = rtt
         if p["pr"]:
             if q["rel_probe_pending"] == 2 and slot == q["rel_probe_slot"]:
                 # our reliability probe arrived: everything sent before it was overtaken by it

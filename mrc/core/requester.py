@@ -235,8 +235,10 @@ def next_rtx(T, i, now, port_mask, out, k):
 def build_probe(T, i, out, k, ev_slot, now):
     """A reliability probe (PETH) on EV slot `ev_slot`: consumes no PSN, elicits a SACK."""
     q = T.qp[i]
+    e = T.ev[q["ev_row"], ev_slot]
     clear_packet(T, out, k)
-    _fill_common(q, out[k], T.ev[q["ev_row"], ev_slot], now)
+    _fill_common(q, out[k], e, now)
+    e["probe_sent"] = now  # its answer (a SACK with pr = 1 reflecting this EV) gives an RTT sample
     p = out[k]
     p["opcode"] = OP_PROBE
     p["psn"] = q["sq_psn"]

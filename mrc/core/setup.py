@@ -23,7 +23,8 @@ reorder_window_ps       base RTT        ours (RACK, RFC 8985 uses RTT/4; sprayin
 ev_probe_interval_ps    100 us          ours (MRC timer values not public)
 probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
-ts_unit_ps              8 ns            ours (16-bit TSETH wraps at 524 us)
+ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
+                                        transmissions apart; RTTs use send times)
 dscp_*                  4 / 8 / 46      third-party emulator values
 trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"

@@ -99,19 +99,26 @@ def _v6(host: str) -> np.ndarray:
 
 
 class UdpEncap:
-    """MRC packets as UDP payloads; one UDP socket per NIC port, bound to `local[p]`."""
+    """MRC packets as UDP payloads; one UDP socket per NIC port, bound to `local[p]`.
+
+    `csum_offload` leaves the inner ICRC and UDP checksum unset on send and unchecked on
+    receive (`mrc.io.codec`): the outer UDP checksum, which the kernel computes and checks,
+    already covers every byte. Both endpoints must agree (a peer that checks the ICRC
+    drops such packets).
+    """
 
     mode = "udp"
     ev_mode = EvMode.STEV
 
-    def __init__(self, local, *, netns: str | None = None, hop_limit: int = 64):
+    def __init__(self, local, *, netns: str | None = None, hop_limit: int = 64, csum_offload: bool = False):
         self.local = [parse_addr(a) for a in local]
         if not self.local:
             raise UsageError("UdpEncap: give one local address per NIC port (at least one)")
         self.netns = netns
         self.hop_limit = hop_limit
         self.socks: list[Datagram] = []
-        self.codec = Codec(ev_mode=EvMode.STEV, verify_udp=False)  # the outer UDP checksum already covers it
+        # the outer UDP checksum already covers the packet: inner UDP unchecked; csum_offload skips the ICRC too
+        self.codec = Codec(ev_mode=EvMode.STEV, verify_udp=False, csum_offload=csum_offload)
         self._peers: dict = {}  # (port index, (host, port)) -> Peer
         self._sources: dict = {}  # (port index, source address as received) -> Peer
         self._nets: dict = {}  # (port index, Peer) -> NET row

@@ -10,6 +10,12 @@
 
 Bytes start at the first IP header. Problems raise `DecodeError` /
 `EncodeError` naming header and field; the compiled code only returns codes.
+
+Checksum offload: ``encode(..., csum_offload=True)`` leaves the ICRC and the
+UDP checksum to the NIC as a driver with checksum offload does (ICRC zero, UDP
+checksum field = pseudo-header sum), and ``decode(..., verify_icrc=False,
+verify_udp=False)`` trusts them; together they skip the four passes over the
+payload that dominate large packets (docs/wire.md, "Checksum offload").
 """
 from __future__ import annotations
 
@@ -19,11 +25,28 @@ from mrc._jit import njit
 from mrc.wire.constants import ROCEV2_UDP_PORT, EvMode
 from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.errors import decode_error, encode_error
-from mrc.wire.packet import encode_checked, encode_packet, encoded_len
+from mrc.wire.packet import encode_checked, encoded_len
 from mrc.wire.parse import decode_packet
 from mrc.wire.records import NET, PKT
 
+# Compiled code is specialised per array type, and each variant of encode_checked or
+# decode_packet costs seconds of compile time (their checksum helpers more), so every entry
+# point passes the same kinds: payloads read-only (a view, never a copy), packet buffers
+# writable (decode copies the bytes once).
 _NO_PAYLOAD = np.zeros(0, dtype=np.uint8)
+_NO_PAYLOAD.flags.writeable = False
+
+
+def _readonly_bytes(data) -> np.ndarray:
+    """A read-only uint8 view of `data` (copied only if it has no buffer interface)."""
+    a = np.frombuffer(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data), dtype=np.uint8)
+    a.flags.writeable = False
+    return a
+
+
+def _packet_buffer(data) -> np.ndarray:
+    """The bytes of `data` in a fresh writable uint8 array (one copy)."""
+    return np.frombuffer(data if isinstance(data, (bytes, bytearray, memoryview)) else bytes(data), dtype=np.uint8).copy()
 
 
 def _rows(x, dtype, name) -> np.ndarray:
@@ -39,10 +62,12 @@ def _rows(x, dtype, name) -> np.ndarray:
     raise TypeError(f"{name} must be a {name.upper()} row or table, not {type(x).__name__}")
 
 
-def encode(pkt, net, payload: bytes | None = None) -> bytes:
+def encode(pkt, net, payload: bytes | None = None, *, csum_offload: bool = False) -> bytes:
     """Bytes of one packet (from its first IP header to its ICRC).
 
     `payload` must hold exactly ``pkt['payload_len']`` bytes; None sends zeros.
+    `csum_offload` leaves the ICRC and the UDP checksum to the NIC (docs/wire.md,
+    "Checksum offload"): ICRC zero, UDP checksum field = pseudo-header sum.
     """
     p = _rows(pkt, PKT, "pkt")
     n = _rows(net, NET, "net")
@@ -53,14 +78,12 @@ def encode(pkt, net, payload: bytes | None = None) -> bytes:
     else:
         if len(payload) != int(p[0]["payload_len"]):
             raise _payload_mismatch(len(payload), int(p[0]["payload_len"]))
-        arena, pay_off = np.frombuffer(bytes(payload), dtype=np.uint8).copy(), 0
+        arena, pay_off = _readonly_bytes(payload), 0
     total = encoded_len(p, 0, n, 0)
     if total < 0:
         raise encode_error(-total)
     buf = np.empty(total, dtype=np.uint8)
-    end = encode_packet(p, 0, n, 0, arena, pay_off, buf, 0)
-    if end < 0:
-        raise encode_error(-end)
+    encode_checked(p, 0, n, 0, arena, pay_off, buf, 0, total, bool(csum_offload))
     return buf.tobytes()
 
 
@@ -88,7 +111,7 @@ def decode(
     always SRv6). `dport` 0 accepts any UDP port. `port` fills `PKT.port`
     (the local NIC port it arrived on). Raises `DecodeError`.
     """
-    buf = np.frombuffer(bytes(data), dtype=np.uint8).copy()
+    buf = _packet_buffer(data)
     pkts = np.zeros(1, dtype=PKT)
     nets = np.zeros(1, dtype=NET)
     code, pay = decode_packet(
@@ -115,25 +138,26 @@ def _batch_lengths(pkts, nets, lengths):
 
 
 @njit
-def _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets):
+def _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets, csum_offload):
     broadcast = nets.shape[0] == 1
     zero_payload = pay_offsets.shape[0] == 0
     for i in range(pkts.shape[0]):
         j = 0 if broadcast else i
         po = -1 if zero_payload else pay_offsets[i]
-        r = encode_checked(pkts, i, nets, j, arena, po, buf, offsets[i], offsets[i + 1] - offsets[i])
+        r = encode_checked(pkts, i, nets, j, arena, po, buf, offsets[i], offsets[i + 1] - offsets[i], csum_offload)
         if r < 0:
             return i, -r
     return -1, 0
 
 
-def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = None, pay_offsets=None):
+def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = None, pay_offsets=None, *,
+                 csum_offload: bool = False):
     """Encode a packet table into one buffer.
 
     `nets` has one row per packet, or a single row shared by all. Payload of
     packet k is ``arena[pay_offsets[k] : pay_offsets[k] + pkts['payload_len'][k]]``;
     without an arena payloads are zeros. Returns ``(buf, offsets)`` with
-    ``len(offsets) == len(pkts) + 1``.
+    ``len(offsets) == len(pkts) + 1``. `csum_offload` as in `encode`.
     """
     pkts = _rows(pkts, PKT, "pkts")
     nets = _rows(nets, NET, "nets")
@@ -142,7 +166,8 @@ def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = 
     if arena is None:
         arena, pay_offsets = _NO_PAYLOAD, np.zeros(0, dtype=np.int64)
     else:
-        arena = np.ascontiguousarray(arena, dtype=np.uint8)
+        arena = np.ascontiguousarray(arena, dtype=np.uint8).view()
+        arena.flags.writeable = False  # a view: the caller's array stays writable
         pay_offsets = np.ascontiguousarray(pay_offsets, dtype=np.int64)
         if pay_offsets.shape != (len(pkts),):
             raise TypeError("pay_offsets needs one start offset per packet")
@@ -162,7 +187,7 @@ def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = 
     offsets = np.zeros(len(pkts) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     buf = np.empty(int(offsets[-1]), dtype=np.uint8)
-    i, code = _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets)
+    i, code = _batch_encode(pkts, nets, arena, pay_offsets, buf, offsets, bool(csum_offload))
     if i >= 0:  # pragma: no cover - lengths were checked above
         raise encode_error(code)
     return buf, offsets
@@ -203,7 +228,7 @@ def decode_batch(
     """
     if errors not in ("raise", "collect"):
         raise ValueError(f"errors = {errors!r}: 'raise' or 'collect'")
-    buf = np.ascontiguousarray(buf, dtype=np.uint8)
+    buf = np.require(buf, dtype=np.uint8, requirements=["C", "W"])  # writable, as decode's (no copy if it is)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     n = len(offsets) - 1
     if n < 0 or (n > 0 and (offsets[0] < 0 or offsets[-1] > len(buf) or np.any(np.diff(offsets) < 0))):

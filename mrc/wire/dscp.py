@@ -9,6 +9,7 @@ MRC emulator's (EMU) and every one is a parameter. On decode the table sets
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -71,13 +72,17 @@ class DscpTable:
         """Whether a switch may trim a packet with this DSCP (data and retransmission classes)."""
         return self.class_of(dscp) in (DscpClass.DATA, DscpClass.RETX)
 
-    @property
+    @functools.cached_property
     def classes(self) -> np.ndarray:
-        """uint8[64]: DSCP -> `DscpClass` (UNKNOWN for unnamed code points), for compiled code."""
+        """uint8[64]: DSCP -> `DscpClass` (UNKNOWN for unnamed code points), for compiled code.
+
+        Built once per table (the table is frozen) and read-only, so every decode shares it.
+        """
         a = np.full(64, int(DscpClass.UNKNOWN), dtype=np.uint8)
         for cls in (DscpClass.DATA, DscpClass.RETX, DscpClass.CONTROL, DscpClass.TRIMMED,
                     DscpClass.TRIMMED_LASTHOP, DscpClass.NO_TRIM):
             a[self.dscp_of(cls)] = int(cls)
+        a.flags.writeable = False
         return a
 
 

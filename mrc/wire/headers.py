@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from mrc._jit import njit
 from mrc.wire.errors import E_TRUNC_BTH, E_TRUNC_EXT
-from mrc.wire.wirebytes import get16, get24, get32, get64, pull_tsword, push_tsword, put16, put24, put32, put64, zero  # noqa: F401
+from mrc.wire.wirebytes import copy, get16, get24, get32, get64, pull_tsword, push_tsword, put16, put24, put32, put64, zero  # noqa: F401,E501
 
 
 # --- BTH (12 B) ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 from mrc._jit import njit
 from mrc.wire import errors as E
 from mrc.wire import headers as H
-from mrc.wire.checksum import icrc, ipv4_checksum, udp_checksum
+from mrc.wire.checksum import icrc, ipv4_checksum, udp_checksum, udp_checksum_partial
 from mrc.wire.constants import DscpClass, EvMode, Trim
 from mrc.wire.layout import (
     H_AETH,
@@ -187,21 +187,24 @@ def _put_ipv6(buf, off, tc, flow, plen, nh, hlim, src, dst):
 
 
 @njit
-def encode_packet(pkts, i, nets, j, payload, pay_off, buf, off):
+def encode_packet(pkts, i, nets, j, payload, pay_off, buf, off, csum_offload=False):
     """Write row (i, j) at ``buf[off:]``; payload from ``payload[pay_off:]`` or zeros if ``pay_off < 0``.
 
     Returns the end offset, or ``-code``. `buf` must hold `encoded_len` bytes from `off`.
+    With `csum_offload` the ICRC and the UDP checksum are left to the NIC, as a
+    driver with checksum offload hands them over: the ICRC field is zero and the
+    UDP checksum field holds the pseudo-header sum (Linux ``CHECKSUM_PARTIAL``).
     """
     total = encoded_len(pkts, i, nets, j)
     if total < 0:
         return total
     if off + total > buf.shape[0]:
         return -E.W_BUFFER
-    return encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total)
+    return encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total, csum_offload)
 
 
 @njit
-def encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total):
+def encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total, csum_offload=False):
     """`encode_packet` for a row already checked: `total` is its `encoded_len`."""
     p = pkts[i]
     n = nets[j]
@@ -229,7 +232,7 @@ def encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total):
         for k in range(4):
             buf[pos + 12 + k] = n["src"][12 + k]
             buf[pos + 16 + k] = n["dst"][12 + k]
-        H.put16(buf, pos + 10, ipv4_checksum(buf, pos, 20))
+        H.put16(buf, pos + 10, ipv4_checksum(buf, pos, np.int64(20)))  # not a literal: one compiled variant
         pos += 20
     else:
         if n["ev_mode"] == SRV6:
@@ -294,10 +297,15 @@ def encode_checked(pkts, i, nets, j, payload, pay_off, buf, off, total):
     if pay_off < 0:
         H.zero(buf, pos, plen)
     else:
-        buf[pos : pos + plen] = payload[pay_off : pay_off + plen]
+        H.copy(buf, pos, payload, pay_off, plen)
     pos += plen
-    crc = icrc(buf, ip_off, 4 if n["ip_version"] == 4 else 6, udp_off, pos)
+    ipv = 4 if n["ip_version"] == 4 else 6
+    if csum_offload:
+        H.zero(buf, pos, 4)
+        H.put16(buf, udp_off + 6, udp_checksum_partial(buf, ip_off, ipv, udp_off, end))
+        return end
+    crc = icrc(buf, ip_off, ipv, udp_off, pos)
     for k in range(4):
         buf[pos + k] = (crc >> np.uint32(8 * k)) & np.uint32(0xFF)
-    H.put16(buf, udp_off + 6, udp_checksum(buf, ip_off, 4 if n["ip_version"] == 4 else 6, udp_off, end))
+    H.put16(buf, udp_off + 6, udp_checksum(buf, ip_off, ipv, udp_off, end))
     return end

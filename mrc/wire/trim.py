@@ -35,14 +35,14 @@ from mrc.wire.records import NET, PKT
 @njit
 def _rewrite(buf, new_end, dscp):
     """Rewrite lengths, DSCP and checksums of the packet ``buf[0:new_end]`` (already decodable)."""
-    pos = 0
-    ip_off = 0
+    pos = np.int64(0)  # not literals: callees get one compiled variant, not one per constant
+    ip_off = np.int64(0)
     ipv = buf[0] >> 4
     if ipv == 4:
         ihl = int(buf[0] & 0xF) * 4
         H.put16(buf, 2, new_end)
         buf[1] = (dscp << 2) | (buf[1] & 3)
-        H.put16(buf, 10, ipv4_checksum(buf, 0, ihl))
+        H.put16(buf, 10, ipv4_checksum(buf, ip_off, ihl))
         pos = ihl
     else:
         while True:
@@ -67,7 +67,7 @@ def trim_bytes(
     data: bytes, size: int, *, lasthop: bool = False, dscp: DscpTable = DEFAULT_DSCP, ev_mode: EvMode = EvMode.STEV
 ) -> bytes:
     """The packet `data` (from its first IP header) trimmed to `size` bytes and re-marked."""
-    buf = np.frombuffer(bytes(data), dtype=np.uint8).copy()
+    buf = np.frombuffer(bytes(data), dtype=np.uint8).copy()  # writable, as `codec.decode` passes it
     pkts = np.zeros(1, dtype=PKT)
     nets = np.zeros(1, dtype=NET)
     code, pay = decode_packet(buf, 0, len(buf), pkts, 0, nets, 0, int(EvMode(ev_mode)), 0, dscp.classes, False, False)

@@ -1,4 +1,4 @@
-"""Byte-level helpers of the compiled codec: big-endian put/get, zero fill, the timestamp word."""
+"""Byte-level helpers of the compiled codec: big-endian put/get, zero fill, copy, the timestamp word."""
 from __future__ import annotations
 
 import numpy as np
@@ -58,10 +58,23 @@ def get64(buf, off):
     return v
 
 
+# Bulk loops index slices with the loop counter: an index that is provably >= 0 needs no
+# negative-index wraparound test, so LLVM vectorises the loop. Measured per 4 KiB: ~60 ns;
+# ``dst[doff + k] = src[soff + k]`` ~5.5 us; numba's slice assignment ~1.4 us.
 @njit
 def zero(buf, off, n):
-    for k in range(n):
-        buf[off + k] = 0
+    d = buf[off : off + n]
+    for k in range(d.shape[0]):
+        d[k] = 0
+
+
+@njit
+def copy(dst, doff, src, soff, n):
+    """``dst[doff:doff+n] = src[soff:soff+n]``, fast (see above); never past either array's end."""
+    d = dst[doff : doff + n]
+    s = src[soff : soff + n]
+    for k in range(min(d.shape[0], s.shape[0])):
+        d[k] = s[k]
 
 
 # --- timestamp word shared by TSETH / PETH / ERTH / EETH: tsr 1 | rsvd 11 | ftype 4 -------------

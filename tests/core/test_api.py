@@ -116,6 +116,23 @@ def test_reset_discards_all_state_and_the_qp_can_reconnect(make_two_devices):
     assert bytes(dst) == bytes(src)
 
 
+def test_the_timestamp_unit_is_an_rts_attribute_checked_like_the_others(make_two_devices):
+    env = make_two_devices()
+    c = env.connect()
+    for bad in (0, -8, (1 << 40) + 1, 8.0, True, "8ns"):
+        with pytest.raises(UsageError, match=f"ts_unit_ps = {bad!r} must be an integer in \\[1, {1 << 40}\\]"):
+            c.qa.modify("RTS", ts_unit_ps=bad)
+    assert c.qa.query()["ts_unit_ps"] == 8000  # the default, untouched by the refused changes
+    c.qa.modify("RTS", ts_unit_ps=1_000_000)
+    assert c.qa.query()["ts_unit_ps"] == 1_000_000
+    src, dst = pattern(MTU), bytearray(MTU)
+    ma, mb = env.a.reg_mr(src), env.b.reg_mr(dst)
+    c.qa.post_write(1, ma.sge(), remote_addr=mb.addr, rkey=mb.rkey)
+    now = 12_345 * 1_000_000 + 999
+    (out,) = env.a.packets_to_send(now)
+    assert out.pkt["tx_timestamp"] == 12_345  # TSETH in the QP's unit
+
+
 # --- posting -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("opcode", ["SEND", "SEND_WITH_IMM", "RDMA_READ", "ATOMIC_CMP_AND_SWP", "ATOMIC_FETCH_AND_ADD"])

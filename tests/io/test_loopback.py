@@ -121,6 +121,42 @@ def test_codec_writes_and_reads_exactly_what_the_wire_codec_does(x):
     assert p.tobytes() == q.tobytes() and pay == pay2
 
 
+@settings(max_examples=50)
+@given(packets())
+def test_codec_with_checksum_offload_sends_and_accepts_unchecked_packets(x):
+    pkt, net, payload = x
+    if int(pkt["trim"]):
+        return  # a "trimmed" DSCP decides by the ICRC whether the packet was cut
+    mode = EvMode(int(net["ev_mode"]))
+    hint = EvMode.STEV if mode == EvMode.SRV6 else mode
+    c, strict = Codec(ev_mode=hint, dport=0, csum_offload=True), Codec(ev_mode=hint, dport=0)
+    n = np.zeros(1, dtype=net.dtype)
+    n[0] = net
+    data = bytes(c.encode(pkt, n, payload))
+    assert data == encode(pkt, net, payload, csum_offload=True) and data[-4:] == bytes(4)
+    p, pay = c.decode_untrusted(data)
+    q, pay2 = strict.decode_untrusted(encode(pkt, net, payload))
+    assert p.tobytes() == q.tobytes() and pay == pay2
+    with pytest.raises(DecodeError):
+        strict.decode_untrusted(data)
+
+
+def test_udp_encapsulation_with_checksum_offload_is_byte_exact():
+    """Both endpoints leave the inner ICRC to "hardware": the outer UDP checksum covers the bytes."""
+    async def main_():
+        from mrc.io.transports import UdpEncap
+
+        da, db = devices(port_gbps=0.25, base_rtt_us=1000)
+        ta, tb = (UdpEncap(["127.0.0.1:0"] * 2, csum_offload=True) for _ in range(2))
+        with trio.fail_after(30):
+            async with open_endpoint(da, ta) as ea, open_endpoint(db, tb) as eb:
+                report = await run_transfer(ea, eb, TransferOptions(nbytes=1 << 20, **OPTS))
+                return report, eb.statistics()
+
+    report, st = trio.run(main_)
+    assert report["verified"] and st.rx_garbage == 0
+
+
 def test_codec_refuses_garbage_like_the_wire_codec():
     c = Codec()
     for data in (b"", b"\x60" * 10, bytes(100)):

@@ -10,6 +10,9 @@ from mrc.wire.samples import samples
 
 
 def test_samples_then_decode(tmp_path, capsys):
+    # In-process (no subprocess). As the first test of tests/wire it loads the compiled codec:
+    # with a cold numba cache that is the codec's one-time compile (~14 s on the shared 2-core
+    # machine), whichever test comes first; with a warm cache the test takes ~0.3 s.
     f = tmp_path / "s.pcap"
     assert main(["pcap", "samples", str(f)]) == 0
     n = len(samples())

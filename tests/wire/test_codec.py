@@ -164,3 +164,35 @@ def test_the_lazy_names_resolve():
     import mrc.wire as w
 
     assert w.encode is encode and w.decode is decode and w.layers.BTH.__name__ == "BTH"
+
+
+def test_every_python_entry_point_shares_one_compiled_variant_of_encode_and_decode():
+    """numba compiles a function once per argument type, and each variant of `encode_checked` or
+    `decode_packet` costs seconds of compile time (most of the time of the first test that uses
+    the codec). Read-only and writable arrays are different types: `decode` used to pass
+    read-only bytes and `trim_bytes` writable ones, `encode` read-only payloads and the io codec
+    writable ones. Every entry point now passes the same kinds, whatever the caller gives."""
+    from mrc.io.codec import Codec
+    from mrc.wire.packet import encode_checked
+    from mrc.wire.parse import decode_packet
+    from mrc.wire.samples import mrc_packets, net_row
+    from mrc.wire.trim import trim_bytes
+
+    if not hasattr(decode_packet, "signatures"):
+        pytest.skip("NUMBA_DISABLE_JIT: nothing is compiled")
+    _, p, payload = mrc_packets(EvMode.STEV)[0]
+    n = net_row(EvMode.STEV)
+    nets = np.zeros(1, dtype=NET)
+    nets[0] = n
+    codec = Codec(dport=0)
+    wires = [encode(p, n, payload), encode(p, n, bytearray(payload)), encode(p, n, memoryview(payload)),
+             encode(p, n, np.frombuffer(payload, dtype=np.uint8)), bytes(codec.encode(p, nets, payload)),
+             bytes(codec.encode(p, nets, bytearray(payload)))]
+    assert len(set(wires)) == 1
+    data = wires[0]
+    for x in (data, bytearray(data), memoryview(data), np.frombuffer(data, dtype=np.uint8)):
+        decode(x)
+        trim_bytes(x, 100)
+        codec.decode_untrusted(x)
+    assert len(decode_packet.signatures) == 1, decode_packet.signatures
+    assert len(encode_checked.signatures) == 1, encode_checked.signatures

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from mrc.errors import ConfigError
 from mrc.wire.codec import decode, encode
-from mrc.wire.constants import MRC_DATA_OPCODES, EvMode, Trim
+from mrc.wire.constants import MRC_DATA_OPCODES, DscpClass, EvMode, Trim
 from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.trim import header_bytes, trim_bytes, trim_record
 from tests.wire.strategies import packets
@@ -98,3 +98,24 @@ def test_dscp_table_from_dict_names_unknown_keys():
     t = DscpTable.from_dict({"data": 10})
     assert t.class_of(10).name == "DATA" and t.class_of(5).name == "UNKNOWN" and t.trimmable(8)
     assert not t.trimmable(t.control)
+
+
+def test_the_dscp_class_array_is_built_once_per_table_and_cannot_be_changed(monkeypatch):
+    """decode() and trimming read ``table.classes`` on every packet: it used to be rebuilt each
+    time (~20 us per packet); the table is frozen, so it is built once and shared read-only."""
+    from mrc.wire.samples import mrc_packets, net_row
+
+    table = DscpTable(data=10, retx=11, control=48, trimmed=20, trimmed_lasthop=21, no_trim=0)
+    classes = table.classes
+    assert classes is table.classes and classes[20] == DscpClass.TRIMMED and classes[4] == DscpClass.UNKNOWN
+    with pytest.raises(ValueError, match="read-only"):
+        classes[4] = DscpClass.DATA
+    _, p, payload = mrc_packets(EvMode.STEV, dscp=table)[4]
+    data = encode(p, net_row(EvMode.STEV), payload)
+    built = []
+    monkeypatch.setattr(DscpTable, "dscp_of", lambda self, cls: built.append(cls))
+    for _ in range(3):
+        q, _, _ = decode(data, dscp=table)
+        assert q["trim"] == Trim.NONE
+    assert built == []  # nothing rebuilt
+    assert DscpTable(data=10, retx=11, control=48, trimmed=20, trimmed_lasthop=21, no_trim=0) == table  # still a value

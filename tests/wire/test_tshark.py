@@ -161,3 +161,34 @@ def test_random_packets_agree_with_tshark(tmp_path_factory, xs):
     f = tmp_path_factory.mktemp("tshark") / "random.pcap"
     write_pcap(f, wires)
     check(f, wires, hints, lua_for_builtin=True)
+
+
+def test_an_exception_above_bth_does_not_make_tshark_dissect_bth_twice(tmp_path):
+    """Found by random exploration: RC SEND_LAST to QP 2, every other field zero.
+
+    Wireshark's InfiniBand dissector offers the payload of RC SEND packets to a QP other than
+    the management QPs 0 and 1 to the RPC-over-RDMA heuristic, which throws "malformed" on a
+    payload that is not RPC-over-RDMA. Our Lua heuristic used to let that exception escape:
+    the heuristic then counted as declined and UDP dissected the packet again by its port, so
+    tshark listed every BTH field twice. The bytes were right all along (plain tshark shows
+    one BTH); the script now claims the datagram whatever happens above BTH.
+    """
+    from mrc.wire.codec import encode
+    from mrc.wire.constants import Opcode
+    from mrc.wire.records import NET, PKT
+
+    wires = []
+    for op in (Opcode.RC_SEND_LAST, Opcode.RC_SEND_ONLY, Opcode.RC_SEND_LAST, Opcode.RC_SEND_FIRST):
+        p = np.zeros(1, dtype=PKT)[0]
+        p["opcode"], p["dqpn"] = op, 2
+        n = np.zeros(1, dtype=NET)[0]
+        n["ev_mode"], n["ip_version"], n["dport"] = int(EvMode.STEV), 6, 4791
+        wires.append(encode(p, n, None))
+    f = tmp_path / "send_to_qp2.pcap"
+    write_pcap(f, wires)
+    for lua in (False, True):
+        rows = tshark(f, ["frame.protocols", "infiniband.bth.opcode", "infiniband.bth.destqp"], lua=lua)
+        assert [r["infiniband.bth.opcode"] for r in rows] == ["2", "4", "2", "0"], lua  # one BTH each
+        assert [r["infiniband.bth.destqp"] for r in rows] == ["0x000002"] * 4, lua
+        assert "rpcordma" in rows[0]["frame.protocols"].split(":"), rows[0]  # the reason: RPC-over-RDMA looked
+    check(f, wires, [EvMode.STEV] * len(wires), lua_for_builtin=True)

@@ -204,10 +204,15 @@ register_postdissector(mrc)
 -- well-known port (53, 123, ...) in the UDP source port is shown as that protocol. With
 -- `-o udp.try_heuristic_first:TRUE` this heuristic hands every datagram to UDP port 4791 to
 -- Wireshark's own InfiniBand (RoCEv2) dissector first.
+-- The datagram is claimed even when a dissector further up throws: the InfiniBand dissector
+-- offers the payload of RC SEND packets to a QP other than 0 / 1 (the management QPs) to the
+-- RPC-over-RDMA heuristic, which reports other payloads as malformed by throwing. Uncaught, that
+-- exception becomes a Lua error, the heuristic counts as declined, and UDP dissects the packet a
+-- second time by its port: two BTHs in one packet.
 local infiniband = DissectorTable.get("udp.port"):get_dissector(4791)
 local function rocev2_by_destination_port(tvb, pinfo, tree)
     if pinfo.dst_port ~= 4791 or infiniband == nil then return false end
-    infiniband:call(tvb, pinfo, tree)
+    pcall(infiniband.call, infiniband, tvb, pinfo, tree)
     return true
 end
 mrc:register_heuristic("udp", rocev2_by_destination_port)
