@@ -132,7 +132,7 @@ class MutantEndpoint(Endpoint):
             if r is None:
                 return
             port, data = r
-        self.inner.receive(data, port, now)
+        self._hook("receive", data, port, now)
 
     def transmit(self, now):
         out = self._hook("transmit", now)
@@ -163,10 +163,10 @@ class MutantEndpoint(Endpoint):
         return self._hook("post_recv", wr_id)
 
     def next_deadline(self):
-        return self.inner.next_deadline()
+        return self._hook("next_deadline")
 
     def handle_timer(self, now):
-        self.inner.handle_timer(now)
+        self._hook("handle_timer", now)
 
     def poll(self):
         return self._hook("poll")

@@ -4,6 +4,7 @@ from __future__ import annotations
 from mrc.wire import EvMode
 
 from ..adapter import Completion
+from ..packets import opcode_of
 from .base import Mutant, View, region_of, swap_ev
 
 SACK, NACK, PROBE, ACK, EP_REQ = 0xDC, 0xDD, 0xDE, 0xD1, 0xD8
@@ -85,9 +86,17 @@ def _every_only(ep, v):
         v.set(opcode=LAST_OPS[v.opcode])
 
 
-def _md_on_any_ecn(ep, v):
-    if v.opcode == SACK and v["m"] == 1:  # 18 us older (8 ns timestamp units): looks like a long queue
-        v.set(tx_timestamp=(v["tx_timestamp"] - 2250) & 0xFFFF)
+ECN_LATE_PS = 12_000_000  # 12 us: twice the cases' 6 us target delay
+
+
+def _ecn_late_receive(ep, data, port, now):
+    """ECN-marked SACKs (M = SKIP_ONCE) are timestamped 12 us late, so their RTT sample says the delay is high."""
+    if opcode_of(data) == SACK:
+        v = View(ep, data, port)
+        if v.pkt is not None and v["m"] == 1:
+            ep.altered += 1
+            now += ECN_LATE_PS
+    ep.inner.receive(data, port, now)
 
 
 def _cack_off_by_one(ep, v):
@@ -310,8 +319,9 @@ MUTANTS = [
     Mutant("no-increase", "the window never grows (fi, fi_scale, eta = 0)",
            config=_cc(fi=0.0, fi_scale=0.0, eta=0.0, pi_gain=0.0), trigger=_FEEDBACK),
     Mutant("no-md", "no multiplicative decrease (gamma = 0)", config=_cc(gamma=0.0), trigger=_FEEDBACK),
-    Mutant("md-on-any-ecn", "decreases on every ECN-marked SACK (treats its delay as high)", rx=_md_on_any_ecn,
-           rx_ops=frozenset({SACK})),
+    Mutant("md-on-any-ecn", "decreases on every ECN-marked SACK (takes its arrival time 12 us late, so its delay "
+           "always looks high)",
+           hooks={"receive": _ecn_late_receive}, trigger=_t(("rx", SACK))),
     Mutant("no-quickadapt", "QuickAdapt disabled", config=_cc(disable_qa=1), trigger=_FEEDBACK),
     Mutant("ignores-rcv-pen", "ignores CC_STATE rcv_cwnd_pen", rx=_when(SACK, rcv_cwnd_pen=0), rx_ops=frozenset({SACK})),
     Mutant("ignores-cwnd", "ignores max_cwnd (a 1 GiB window)", config=_cc(max_cwnd=1 << 30), trigger=_FEEDBACK),
