@@ -83,6 +83,8 @@ def trace(E, kind, i, port, now, reason):
     r["cls"] = E.pkt[i]["cls"]
     r["reason"] = reason
     r["opcode"] = E.hdr[i]["opcode"]
+    r["dscp"] = E.pkt[i]["dscp"]
+    r["trim"] = E.pkt[i]["trim"]
     E.S[ST.S_TRACE_N] = n + 1
 
 

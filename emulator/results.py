@@ -111,7 +111,7 @@ def write(run, out, plots_too: bool | None = None) -> dict:
         write_csv(out / "trace.csv", {"t_us": tr["t"] / 1e6, "event": np.array([kinds[k] for k in tr["kind"]]),
                                       "port": tr["port"], "flow": tr["flow"], "psn": tr["psn"],
                                       "opcode": tr["opcode"], "size": tr["size"], "cls": tr["cls"],
-                                      "reason": tr["reason"]})
+                                      "dscp": tr["dscp"], "trim": tr["trim"], "reason": tr["reason"]})
     if plots_too if plots_too is not None else run.scenario.metrics.plots:
         plots.fct_cdf({run.scenario.transport_name: ft}, out / "fct_cdf.png", run.scenario.name)
         plots.slowdown_by_size(ft, out / "slowdown_by_size.png", run.scenario.name)

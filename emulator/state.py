@@ -318,6 +318,8 @@ TRACE = np.dtype([
     ("cls", np.int8),
     ("reason", np.int8),
     ("opcode", np.uint8),
+    ("dscp", np.uint8),
+    ("trim", np.uint8),
 ], align=True)
 
 Engine = namedtuple("Engine", [

@@ -30,6 +30,9 @@ dcqcn_min_rate_mbps  100              rate floor (ours)
 dcqcn_alpha_init     1.0              initial alpha [DCQCN paper]
 cnp_interval_us      4                min time between CNPs of one QP (ours: one per
                                       rate-decrease interval)
+trimmable            false            mark data DSCP_TRIMMABLE instead of DSCP_NO_TRIM
+                                      (RoCE receivers discard trimmed packets: for
+                                      experiments with trimming switches)
 ===================  ===============  =============================================
 
 Each QP's UDP source port is drawn from the ephemeral range 49152-65535 and its
@@ -76,6 +79,7 @@ def parse(t: Table, topo) -> dict:
         dcqcn_min_rate_mbps=t.num("dcqcn_min_rate_mbps", 100.0, lo=0, lo_open=True),
         dcqcn_alpha_init=t.num("dcqcn_alpha_init", 1.0, lo=0, hi=1),
         cnp_interval_us=t.num("cnp_interval_us", 4.0, lo=0),
+        trimmable=t.bool("trimmable", False),
     )
     if p["dcqcn_min_rate_mbps"] * 1e6 > g * 1e9:
         from mrc.errors import ConfigError
@@ -190,6 +194,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         line, int(p["dcqcn_min_rate_mbps"] * 1e6), int(p["dcqcn_rai_mbps"] * 1e6), int(p["dcqcn_rhai_mbps"] * 1e6),
         p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, int(round(p["dcqcn_alpha_us"] * US))),
         int(round(p["dcqcn_dec_us"] * US)), int(round(p["dcqcn_inc_us"] * US)), p["dcqcn_f"], p["dcqcn_bc_bytes"],
-        int(round(p["cnp_interval_us"] * US)), sw.framing_bytes, sw.dscp.no_trim, sw.dscp.control, fwd,
+        int(round(p["cnp_interval_us"] * US)), sw.framing_bytes, sw.dscp.data if p["trimmable"] else sw.dscp.no_trim,
+        sw.dscp.control, fwd,
     ), dtype=roce.RP)
     return ep, {"roce": R, "roce_p": rp}, ideal
