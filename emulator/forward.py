@@ -27,7 +27,7 @@ from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
 from mrc.fabric.build import DOWN
 from mrc.fabric.ecmp import ecmp_next_port, ecmp_pick
-from mrc.fabric.paths import FWD_DROP, peer_node, srv6_forward, up_port
+from mrc.fabric.paths import peer_node, srv6_forward, up_port
 
 _PROTO_UDP = 17
 
@@ -121,5 +121,3 @@ def forward(E, F, node, i):
         return q
     return _ecmp_repair(E, F, node, i, q)
 
-
-__all__ = ["forward", "FWD_DROP"]

@@ -45,6 +45,9 @@ class RunData:
     inflight: dict  # packets and bytes still in the fabric at the end
 
 
+ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
+
+
 def auto_sample_us(sc: Scenario) -> float:
     if sc.metrics.sample_us is not None:
         return sc.metrics.sample_us
@@ -131,6 +134,8 @@ class Simulation:
         E, F, T = self.E, self.F, self.T
         end_ps = int(round(sc.end_us * US))
         sample_ps = max(1, int(round(auto_sample_us(sc) * US)))
+        adaptive = sc.metrics.sample_us is None and sc.duration_us is None
+        n_samples = 0
         reserve = 64 + 2 * self.flowset.max_fanout
         n_flows = len(E.flow)
         sampler = Sampler(self)
@@ -151,6 +156,9 @@ class Simulation:
                 sampler.sample(E, t_stop)
                 if t_stop >= end_ps:
                     break
+                n_samples += 1
+                if adaptive and n_samples % ADAPT_EVERY == 0:
+                    sample_ps *= 2  # open-ended runs: keep the series a few thousand rows long
                 t_next += sample_ps
                 continue
             sampler.sample(E, int(E.S[ST.S_NOW]))  # every flow ended, or nothing left to do

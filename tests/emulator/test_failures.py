@@ -1,13 +1,12 @@
 """Failures: link down/up, flap, gray loss, degraded rate, NIC port down, switch reboot; records of each."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from mrc.emulator import scenario
 from mrc.emulator import state as ST
 from mrc.errors import ConfigError
-from tests.emulator.helpers import SMALL_LS, flow, make, run
+from tests.emulator.helpers import flow, make, run
 
 LOSSY = {"lossless": False, "rto_us": 40.0}
 

@@ -7,7 +7,7 @@ import pytest
 from mrc.emulator import aqm, scenario, sim
 from mrc.emulator import state as ST
 from mrc.wire.constants import Trim
-from tests.emulator.helpers import SMALL_LS, flow, make, run
+from tests.emulator.helpers import flow, make, run
 
 
 def _engine(**switch):

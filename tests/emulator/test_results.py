@@ -5,12 +5,11 @@ import csv
 import json
 
 import numpy as np
-import pytest
 
 from mrc.cli import main
 from mrc.emulator import metrics
 from mrc.emulator import run as emu_run
-from tests.emulator.helpers import flow, make, run
+from tests.emulator.helpers import make, run
 
 SCEN = make(workload={"kind": "permutation", "size_bytes": 200_000},
             failures=[{"kind": "link-down", "at_us": 5.0, "duration_us": 20.0, "link": ["p0.t0.0", "p0.t1.1"]}],
@@ -120,3 +119,9 @@ def test_cli_list(capsys):
     assert main(["emu", "list"]) == 0
     out = capsys.readouterr().out
     assert "fattree-k16-permutation" in out and "incast" in out
+
+
+def test_progress_bar_runs(capsys):
+    res = emu_run(make(workload={"kind": "permutation", "size_bytes": 20_000}), progress=True)
+    assert res.summary["flows"]["completed"] == 16
+    assert "flows 16/16" in capsys.readouterr().out

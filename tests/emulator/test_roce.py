@@ -8,7 +8,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.transports import dcqcn, roce
 from mrc.errors import ConfigError
 from mrc.emulator import scenario
-from tests.emulator.helpers import SMALL_LS, flow, make, run
+from tests.emulator.helpers import flow, make, run
 
 
 def test_go_back_n_recovers_from_random_loss():

@@ -9,7 +9,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.workloads import cm as CM
 from mrc.emulator.workloads.cdf import HADOOP, WEBSEARCH, SizeCDF
 from mrc.errors import ConfigError
-from tests.emulator.helpers import K4, SMALL_LS, flow, make, run
+from tests.emulator.helpers import K4, make, run
 
 
 def _flows(workload, topology=None, **kw):
