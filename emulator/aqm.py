@@ -6,6 +6,9 @@ Selected by the port's kind flags (`state.PK_ECN`, `state.PK_TRIM`), as htsim's
 - ECN (WRED on the instantaneous data-queue length, htsim / DCQCN style): no
   mark below ``ecn_kmin`` bytes, every ECN-capable packet above ``ecn_kmax``,
   in between with probability ``ecn_pmax * (q - kmin) / (kmax - kmin)``.
+  Applied when the packet leaves (`port.tx_done`, q = the queue with the
+  packet itself, as htsim's ECNQueue and ns-3 HPCC mark) or, with
+  ``[switch] ecn_mark = "enqueue"``, when it arrives (`port.receive`).
 - Trimming: a trimmable data packet (DSCP class DATA or RETX of the
   `mrc.wire.dscp.DscpTable`) that does not fit is cut to ``trim_size`` bytes,
   moved to the control class and re-marked TRIMMED, or TRIMMED_LASTHOP on a

@@ -56,6 +56,7 @@ def cfg_row(sc: Scenario) -> np.ndarray:
     r["ecn_kmin"] = sw.ecn_min_bytes
     r["ecn_kmax"] = sw.ecn_max_bytes
     r["ecn_pmax"] = sw.ecn_pmax
+    r["ecn_dequeue"] = 1 if sw.ecn_mark == "dequeue" else 0
     r["trim_size"] = sw.trim_header_bytes
     r["pfc_xoff"] = sw.pfc_xoff_bytes
     r["pfc_xon"] = sw.pfc_xon_bytes

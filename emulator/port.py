@@ -9,10 +9,11 @@ constant delay, so arrival order is departure order.
 - `receive`: a packet enters the port (switch egress). Down link: drop.
   Data: lossless ports account PFC per ingress (`pfc`); other ports trim
   (`aqm.trim`) or drop when the data queue would exceed ``limit0``; then ECN
-  (`aqm.ecn_mark`). Control: drop when the control queue would exceed
-  ``limit1``. Then, if idle, start serialising.
+  (`aqm.ecn_mark`) if marking on enqueue. Control: drop when the control
+  queue would exceed ``limit1``. Then, if idle, start serialising.
 - `start_next`: control queue first (strict priority), data unless paused.
-- `tx_done`: the packet left: onto the wire (or lost: link down, gray loss).
+- `tx_done`: the packet left: ECN if marking on dequeue (the default, as
+  htsim and ns-3 HPCC do), then onto the wire (or lost: link down, gray loss).
 - `pipe_pop`: the packet at the head of the wire arrives at the peer.
 """
 from __future__ import annotations
@@ -102,7 +103,7 @@ def receive(E, F, q, i, now):
             else:
                 drop(E, i, q, ST.C_DROP_QUEUE, now)
                 return
-        if c == ST.CLS_DATA and (kind & ST.PK_ECN) != 0:
+        if c == ST.CLS_DATA and (kind & ST.PK_ECN) != 0 and E.cfg[0]["ecn_dequeue"] == 0:
             if aqm.ecn_mark(E, q, i, P[q]["bytes0"]) and E.trace.shape[0] > 0:
                 trace(E, ST.TR_MARK, i, q, now, 0)
     if c == ST.CLS_CTRL and P[q]["bytes1"] + size > E.cfg[0]["limit1"]:
@@ -160,6 +161,10 @@ def tx_done(E, F, q, now):
     P[q]["tx_bytes"] += s
     P[q]["tx_pkts"] += 1
     E.S[ST.S_HOPS] += 1
+    if (P[q]["kind"] & ST.PK_ECN) != 0 and p[i]["cls"] == ST.CLS_DATA and E.cfg[0]["ecn_dequeue"] != 0:
+        # htsim's ECNQueue: the queue as the packet leaves, itself included
+        if aqm.ecn_mark(E, q, i, P[q]["bytes0"] + s) and E.trace.shape[0] > 0:
+            trace(E, ST.TR_MARK, i, q, now, 0)
     if E.trace.shape[0] > 0:
         trace(E, ST.TR_DEPART, i, q, now, 0)
     if P[q]["up"] == 0:

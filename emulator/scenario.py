@@ -46,6 +46,7 @@ class SwitchConfig:
     ecn_min_bytes: int
     ecn_max_bytes: int
     ecn_pmax: float
+    ecn_mark: str
     ecn_last_hop: bool
     trim: bool
     trim_header_bytes: int
@@ -268,6 +269,7 @@ def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
         ecn_min_bytes=ecn_min,
         ecn_max_bytes=ecn_max,
         ecn_pmax=t.num("ecn_pmax", 1.0, lo=0, hi=1),
+        ecn_mark=t.choice("ecn_mark", ("dequeue", "enqueue"), "dequeue"),
         ecn_last_hop=t.bool("ecn_last_hop", tdefaults.get("ecn_last_hop", d.ecn_on_last_hop)),
         trim=t.bool("trim", tdefaults.get("trim", False)),
         trim_header_bytes=trim_hdr,

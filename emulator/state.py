@@ -286,6 +286,7 @@ CFG = np.dtype([
     ("ecn_kmin", np.int64),
     ("ecn_kmax", np.int64),
     ("ecn_pmax", np.float64),
+    ("ecn_dequeue", np.int64),  # 1: mark when a packet leaves (htsim, ns-3 HPCC); 0: when it arrives
     ("trim_size", np.int64),  # bytes of a trimmed packet
     ("pfc_xoff", np.int64),  # per-ingress bytes that send XOFF
     ("pfc_xon", np.int64),  # ... and XON
