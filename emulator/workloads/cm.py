@@ -4,7 +4,8 @@ Header lines ``Nodes N``, ``Connections C``, optional ``Triggers T`` and
 ``Failures F``; then one line per connection, ``src->dst`` followed by
 ``id K`` (non-zero), ``start T`` (microseconds, as ``main_uec`` uses it;
 fractional allowed) or ``trigger X``, ``size B``, and optionally
-``send_done_trigger Y``, ``recv_done_trigger Z``, ``prio P`` and ``msg M``;
+``send_done_trigger Y``, ``recv_done_trigger Z``, ``prio P`` and ``msg M``
+(accepted and ignored: every line is its own flow on its own QP);
 and ``trigger id X oneshot|multishot|barrier [count N]`` lines. ``#`` starts a
 comment line. Errors name the file, line and token (htsim exits instead).
 Failure lines (htsim's switch_type / switch_id / link_id) are accepted only
