@@ -1,0 +1,100 @@
+"""Speed and scale of the emulator on the standard setups (simulators-and-setups 5 and 7).
+
+    python benchmarks/emulator_speed.py            # a, b, c
+    python benchmarks/emulator_speed.py a b c d    # d: the 131,072-host 8-plane preset (needs ~10 GB)
+    python benchmarks/emulator_speed.py b --transport roce-ecmp:lossless=false
+
+==  ===========================  ==========================================  ==============================
+id  scenario (library)           setup                                       target
+==  ===========================  ==========================================  ==============================
+a   fattree-k8-permutation       k=8 fat-tree, 128 hosts, 128 x 2 MB
+b   fattree-k16-permutation      k=16 fat-tree, 1024 hosts, 1024 x 2 MB      >= 1.0 M packet-hops/s
+c   leafspine-8192-permutation   8192-host 400G leaf-spine, 8192 x 1 MB      >= 0.6 M packet-hops/s, <= 1 GB
+d   mrc-8plane-131k-permutation  131,072 hosts, 8 planes, 131,072 x 64 KB    <= 16 GB
+==  ===========================  ==========================================  ==============================
+
+Each setup runs in its own process (so its peak RSS is its own), after a tiny
+warm-up run that loads the compiled code from the cache (or compiles it once).
+Printed per setup: flows, simulated time, events, packet-hops (packets
+serialised onto a link), wall time of the simulation loop, events/s,
+packet-hops/s, peak RSS, setup time. htsim (C++) does 0.28 M and 0.18 M
+packet-hops/s on b and c on this machine type (spraying UET transport; see
+simulators-and-setups). The machine may be shared: figures are noisy.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+SETUPS = {
+    "a": ("fattree-k8-permutation", None, None),
+    "b": ("fattree-k16-permutation", 1.0e6, None),
+    "c": ("leafspine-8192-permutation", 0.6e6, 1024.0),
+    "d": ("mrc-8plane-131k-permutation", None, 16384.0),
+}
+
+
+def one(name: str, transport: str | None) -> dict:
+    from mrc.emulator import scenario, sim
+    from mrc.emulator.cli import parse_transport
+
+    warm = scenario.parse({"topology": {"kind": "leaf-spine", "hosts_per_leaf": 2, "leaves": 2, "spines": 1,
+                                        "link_gbps": 100}, "transport": {"name": "roce-ecmp"},
+                           "workload": {"kind": "permutation", "size_bytes": 10000}}, "warm-up")
+    sim.Simulation(warm).run()
+    t0 = time.perf_counter()
+    sets = []
+    if transport:
+        tname, params = parse_transport(transport)
+        sets = [f"transport.name=\"{tname}\""] + [f"transport.{k}={json.dumps(v)}" for k, v in params.items()]
+    sc = scenario.load(name, sets=sets)
+    s = sim.Simulation(sc)
+    setup = time.perf_counter() - t0
+    r = s.run()
+    done = int((r.flows["status"] == 2).sum())
+    w = r.sim["wall_s"]
+    return {"scenario": name, "hosts": sc.topo.n_hosts, "flows": len(r.flows), "completed": done,
+            "sim_us": r.sim["sim_time_us"], "events": r.sim["events"], "hops": r.sim["packet_hops"], "wall_s": w,
+            "events_per_s": r.sim["events"] / w, "hops_per_s": r.sim["packet_hops"] / w,
+            "rss_mb": r.sim["peak_rss_mb"], "setup_s": setup, "peak_packets": r.sim["peak_packets"]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("setups", nargs="*", default=["a", "b", "c"], help="a b c d (default: a b c)")
+    ap.add_argument("--transport", help="transport (name[:key=value...]; default: the scenario's, roce-ecmp)")
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:
+        print(json.dumps(one(args.one, args.transport)))
+        return 0
+    print(f"{'id':2} {'scenario':28} {'hosts':>7} {'flows':>13} {'sim us':>9} {'events':>11} {'pkt-hops':>11} "
+          f"{'wall s':>7} {'M ev/s':>7} {'M hops/s':>8} {'RSS MB':>7} {'setup s':>7}  target")
+    ok = True
+    for key in args.setups:
+        if key not in SETUPS:
+            ap.error(f"unknown setup {key!r}: choose from {', '.join(SETUPS)}")
+        name, hops_target, rss_target = SETUPS[key]
+        cmd = [sys.executable, __file__, "--one", name] + (["--transport", args.transport] if args.transport else [])
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"{key:2} {name:28} failed:\n{out.stderr[-2000:]}")
+            ok = False
+            continue
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+        verdict = []
+        if hops_target:
+            verdict.append(f">= {hops_target / 1e6:.1f} M hops/s: {'yes' if d['hops_per_s'] >= hops_target else 'NO'}")
+        if rss_target:
+            verdict.append(f"<= {rss_target:.0f} MB: {'yes' if d['rss_mb'] <= rss_target else 'NO'}")
+        print(f"{key:2} {name:28} {d['hosts']:>7,} {d['completed']:>6,}/{d['flows']:<6,} {d['sim_us']:>9,.1f} "
+              f"{d['events']:>11,} {d['hops']:>11,} {d['wall_s']:>7.2f} {d['events_per_s'] / 1e6:>7.2f} "
+              f"{d['hops_per_s'] / 1e6:>8.2f} {d['rss_mb']:>7.0f} {d['setup_s']:>7.2f}  {'; '.join(verdict)}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""The compiled main loop: pop the earliest event, hand it to its element, repeat.
+
+`run_chunk(E, F, T, t_stop, max_events)` runs until the next event is later
+than `t_stop`, `max_events` were handled, every flow ended, nothing is left,
+or the pool / heap needs to grow (it stops *before* an event then, so Python
+can grow the arrays and call again). Python (`sim.Simulation`) calls it in
+chunks, sampling between them.
+
+Per event kind:
+
+- ``EV_TX`` (port): the packet left the serialiser (`port.tx_done`); the
+  port serialises its next packet (a NIC port asks its scheduler).
+- ``EV_PIPE`` (port): the packet at the head of the wire arrives. At a host
+  it is delivered to its endpoint's transport (`dispatch.on_rx`); at a
+  switch it is forwarded (`forward.forward`) into an egress port
+  (`port.receive`).
+- ``EV_TIMER`` (endpoint): `nic.on_timer`.
+- ``EV_ARRIVAL``: the next flow of the time-sorted start list starts.
+- ``EV_START`` (flow): a trigger started it.
+- ``EV_FAIL``: the next failure action (`failures.apply`).
+- ``EV_PFC_PAUSE`` / ``EV_PFC_RESUME`` (port): a PFC frame arrived.
+"""
+from __future__ import annotations
+
+from mrc.emulator._jit import njit
+from mrc.emulator import events as EV
+from mrc.emulator import failures, nic, pfc
+from mrc.emulator import state as ST
+from mrc.emulator.forward import forward
+from mrc.emulator.pool import RESERVE, free, trace
+from mrc.emulator.port import drop, pipe_pop, receive, start_next, tx_done
+from mrc.emulator.sched import peek, pop, schedule
+from mrc.emulator.transports import dispatch as TP
+
+
+@njit
+def start_flow(E, F, T, f, now):
+    fl = E.flow[f]
+    if fl["status"] != ST.FLOW_PENDING:
+        return
+    fl["status"] = ST.FLOW_RUNNING
+    fl["t_start"] = now
+    E.S[ST.S_FLOWS_STARTED] += 1
+    TP.flow_start(E, F, T, f, now)
+    nic.sync(E, F, T, fl["ep"], now)
+
+
+@njit(inline="always")
+def deliver(E, F, T, i, host, now):
+    p = E.pkt
+    if p[i]["dst"] != host:
+        drop(E, i, -1, ST.C_DROP_NOROUTE, now)
+        return
+    E.ctr[ST.C_DELIV_PKTS] += 1
+    E.ctr[ST.C_DELIV_BYTES] += p[i]["size"]
+    if E.trace.shape[0] > 0:
+        trace(E, ST.TR_DELIVER, i, -1, now, 0)
+    E.hdr[i]["ecn"] = p[i]["ecn"]
+    ep = p[i]["dst_ep"]
+    TP.on_rx(E, F, T, ep, i, now)
+    free(E, i)
+    nic.sync(E, F, T, ep, now)
+
+
+@njit(inline="always")
+def on_pipe(E, F, T, q, now):
+    i = pipe_pop(E, q)
+    P = E.port
+    if P[q]["up"] == 0:
+        drop(E, i, q, ST.C_DROP_LINK, now)
+        return
+    peer = F.port[q]["peer"]
+    node = F.port[peer]["node"]
+    if E.trace.shape[0] > 0:
+        trace(E, ST.TR_ARRIVE, i, q, now, 0)
+    if (P[q]["kind"] & ST.PK_TO_HOST) != 0:
+        deliver(E, F, T, i, node, now)
+        return
+    E.pkt[i]["in_port"] = peer
+    e = forward(E, F, node, i)
+    if e < 0:
+        drop(E, i, -1, ST.C_DROP_NOROUTE, now)
+        return
+    receive(E, F, e, i, now)
+
+
+@njit(inline="always")
+def on_tx(E, F, T, q, now):
+    tx_done(E, F, q, now)
+    if (E.port[q]["kind"] & ST.PK_NIC) != 0:
+        nic.try_send(E, F, T, q, now)
+    else:
+        start_next(E, F, q, now)
+
+
+@njit
+def prime(E):
+    """Schedule the first flow start and the first failure action."""
+    S = E.S
+    if S[ST.S_ARR_NEXT] < E.arr_order.shape[0]:
+        f = E.arr_order[S[ST.S_ARR_NEXT]]
+        schedule(E, E.flow[f]["start"], EV.event(0, EV.EV_ARRIVAL))
+    if S[ST.S_ACT_NEXT] < E.act.shape[0]:
+        schedule(E, E.act[S[ST.S_ACT_NEXT]]["t"], EV.event(0, EV.EV_FAIL))
+
+
+@njit
+def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
+    """Handle events up to `t_stop`; returns a `state.ST_*` status."""
+    S = E.S
+    n_flows = E.flow.shape[0]
+    cap = E.heap.shape[0]
+    n = 0
+    while True:
+        if S[ST.S_FLOWS_ENDED] >= n_flows:
+            return ST.ST_FLOWS_DONE
+        t = peek(E)
+        if t == ST.NEVER:
+            return ST.ST_IDLE
+        if S[ST.S_FREE_N] < RESERVE or cap - S[ST.S_HEAP_N] < heap_reserve:
+            return ST.ST_GROW
+        if t > t_stop:
+            return ST.ST_CHUNK
+        if n >= max_events:
+            return ST.ST_BUDGET
+        t, ev = pop(E)
+        S[ST.S_NOW] = t
+        n += 1
+        S[ST.S_EVENTS] += 1
+        kind = ev & EV.KIND_MASK
+        ident = ev >> EV.KIND_BITS
+        if kind == EV.EV_PIPE:
+            on_pipe(E, F, T, ident, t)
+        elif kind == EV.EV_TX:
+            on_tx(E, F, T, ident, t)
+        elif kind == EV.EV_TIMER:
+            nic.on_timer(E, F, T, ident, t)
+        elif kind == EV.EV_ARRIVAL:
+            k = S[ST.S_ARR_NEXT]
+            S[ST.S_ARR_NEXT] = k + 1
+            if k + 1 < E.arr_order.shape[0]:
+                schedule(E, E.flow[E.arr_order[k + 1]]["start"], EV.event(0, EV.EV_ARRIVAL))
+            start_flow(E, F, T, E.arr_order[k], t)
+        elif kind == EV.EV_START:
+            start_flow(E, F, T, ident, t)
+        elif kind == EV.EV_FAIL:
+            a = S[ST.S_ACT_NEXT]
+            S[ST.S_ACT_NEXT] = a + 1
+            if a + 1 < E.act.shape[0]:
+                schedule(E, E.act[a + 1]["t"], EV.event(0, EV.EV_FAIL))
+            failures.apply(E, F, T, a, t)
+        elif kind == EV.EV_PFC_PAUSE:
+            pfc.on_pause(E, ident, t)
+        elif kind == EV.EV_PFC_RESUME:
+            if pfc.on_resume(E, ident, t):
+                if (E.port[ident]["kind"] & ST.PK_NIC) != 0:
+                    nic.kick(E, F, T, ident, t)
+                elif E.port[ident]["busy"] == 0:
+                    start_next(E, F, ident, t)

@@ -1,0 +1,191 @@
+"""The event queue: a binary heap of (time, sequence number, event) in one structured array.
+
+Every element keeps at most one event pending (htsim's queue and pipe
+discipline), so the heap holds one entry per busy element, not one per packet.
+Ties in time are broken by a sequence number taken at push time, so the order
+of simultaneous events is the order they were scheduled: runs are
+deterministic. An event is ``id * 16 + kind`` (`kind` < 16): a port, pipe,
+endpoint, flow or cursor id plus what happened to it.
+
+The scalars live in the engine's int64 array ``S`` (`state.S_HEAP_N`,
+`state.S_SEQ`); the heap array grows from Python when nearly full
+(`engine.run_chunk` returns `state.ST_GROW`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.emulator._jit import njit
+
+HEAP = np.dtype([("t", np.int64), ("s", np.int64), ("e", np.int64)], align=True)
+
+KIND_BITS = 4
+KIND_MASK = 15
+
+# Event kinds (low 4 bits of the event word).
+EV_TX = 0  # port id: the packet being serialised has left
+EV_PIPE = 1  # port id: the packet at the head of the port's wire reaches the peer
+EV_TIMER = 2  # endpoint id: a transport deadline
+EV_ARRIVAL = 3  # (no id): the next timed flow start
+EV_START = 4  # flow id: a triggered flow starts now
+EV_FAIL = 5  # (no id): the next failure action
+EV_PFC_PAUSE = 6  # port id: a PAUSE frame reaches this (egress) port
+EV_PFC_RESUME = 7  # port id: a RESUME (XON) frame reaches this port
+N_KINDS = 8
+
+
+@njit(inline="always")
+def event(ident, kind):
+    return np.int64(ident) * 16 + kind
+
+
+@njit(inline="always")
+def _less(h, a, b):
+    ta = h[a]["t"]
+    tb = h[b]["t"]
+    return ta < tb or (ta == tb and h[a]["s"] < h[b]["s"])
+
+
+@njit(inline="always")
+def heap_push(h, S, i_n, i_seq, t, ev):
+    """Schedule event `ev` at time `t` (the caller made sure there is room)."""
+    n = S[i_n]
+    seq = S[i_seq]
+    S[i_seq] = seq + 1
+    S[i_n] = n + 1
+    # sift up with a hole
+    j = n
+    while j > 0:
+        p = (j - 1) >> 1
+        tp = h[p]["t"]
+        if tp < t or (tp == t and h[p]["s"] < seq):
+            break
+        h[j] = h[p]
+        j = p
+    h[j]["t"] = t
+    h[j]["s"] = seq
+    h[j]["e"] = ev
+
+
+@njit(inline="always")
+def heap_pop(h, S, i_n):
+    """Remove the earliest event; returns (t, ev). The heap must not be empty."""
+    t0 = h[0]["t"]
+    e0 = h[0]["e"]
+    n = S[i_n] - 1
+    S[i_n] = n
+    if n > 0:
+        lt = h[n]["t"]
+        ls = h[n]["s"]
+        le = h[n]["e"]
+        j = 0
+        while True:
+            c = 2 * j + 1
+            if c >= n:
+                break
+            if c + 1 < n and _less(h, c + 1, c):
+                c += 1
+            tc = h[c]["t"]
+            if lt < tc or (lt == tc and ls < h[c]["s"]):
+                break
+            h[j] = h[c]
+            j = c
+        h[j]["t"] = lt
+        h[j]["s"] = ls
+        h[j]["e"] = le
+    return t0, e0
+
+
+# ---------------------------------------------------------------- timers: an indexed heap
+#
+# Endpoint timers move often (pacing, RTO restarts): a second heap keyed by
+# endpoint holds at most one entry per endpoint, with its position in `pos`,
+# so a timer is moved in place instead of leaving stale entries behind.
+# Entries take their sequence number from the same counter as the main heap,
+# so the loop merges both queues in one deterministic (time, seq) order.
+
+
+@njit(inline="always")
+def _tmove(h, pos, j, src):
+    h[j] = h[src]
+    pos[h[j]["e"]] = j
+
+
+@njit(inline="always")
+def _tsift_up(h, pos, j, t, s, e):
+    while j > 0:
+        p = (j - 1) >> 1
+        tp = h[p]["t"]
+        if tp < t or (tp == t and h[p]["s"] < s):
+            break
+        _tmove(h, pos, j, p)
+        j = p
+    h[j]["t"] = t
+    h[j]["s"] = s
+    h[j]["e"] = e
+    pos[e] = j
+
+
+@njit(inline="always")
+def _tsift_down(h, pos, n, j, t, s, e):
+    while True:
+        c = 2 * j + 1
+        if c >= n:
+            break
+        if c + 1 < n and _less(h, c + 1, c):
+            c += 1
+        tc = h[c]["t"]
+        if t < tc or (t == tc and s < h[c]["s"]):
+            break
+        _tmove(h, pos, j, c)
+        j = c
+    h[j]["t"] = t
+    h[j]["s"] = s
+    h[j]["e"] = e
+    pos[e] = j
+
+
+@njit(inline="always")
+def timer_set(h, pos, S, i_n, i_seq, e, t):
+    """Set endpoint e's timer to `t` (insert, or move its entry)."""
+    seq = S[i_seq]
+    S[i_seq] = seq + 1
+    j = pos[e]
+    if j < 0:
+        n = S[i_n]
+        S[i_n] = n + 1
+        _tsift_up(h, pos, n, t, seq, e)
+        return
+    old_t = h[j]["t"]
+    if t < old_t:
+        _tsift_up(h, pos, j, t, seq, e)
+    else:
+        _tsift_down(h, pos, S[i_n], j, t, seq, e)
+
+
+@njit(inline="always")
+def timer_remove(h, pos, S, i_n, e):
+    j = pos[e]
+    if j < 0:
+        return
+    pos[e] = -1
+    n = S[i_n] - 1
+    S[i_n] = n
+    if j == n:
+        return
+    t = h[n]["t"]
+    s = h[n]["s"]
+    last = h[n]["e"]
+    if j > 0 and (t < h[(j - 1) >> 1]["t"] or (t == h[(j - 1) >> 1]["t"] and s < h[(j - 1) >> 1]["s"])):
+        _tsift_up(h, pos, j, t, s, last)
+    else:
+        _tsift_down(h, pos, n, j, t, s, last)
+
+
+@njit(inline="always")
+def timer_pop(h, pos, S, i_n):
+    """Remove the earliest timer; returns (t, endpoint)."""
+    t0 = h[0]["t"]
+    e0 = h[0]["e"]
+    timer_remove(h, pos, S, i_n, e0)
+    return t0, e0

@@ -1,0 +1,169 @@
+"""Failures as timed actions: link down/up, flaps, gray loss, degraded rate, NIC port down, switch reboot.
+
+`expand` turns the validated ``[[failures]]`` entries (`scenario.Failure`)
+into a time-sorted table of `state.ACT` rows; the engine applies one row per
+``EV_FAIL`` event (`apply`). Every action acts on a link, i.e. on both of its
+ports. A failure's target is a `link` (two adjacent nodes), a `port`, a
+`switch` (all its links) or a host NIC port (`host` + `plane`).
+
+=================  ==========================================================
+kind               actions
+=================  ==========================================================
+``link-down``      link down at ``at_us`` (up again after ``duration_us`` if
+                   given); routing learns it ``route_detect_us`` later next
+                   to the link and ``route_converge_us`` later elsewhere
+``link-up``        link up (and routing learns it, same delays)
+``flap``           down for ``down_us`` every ``period_us`` (default half the
+                   period) until ``until_us`` (default: the end of the run)
+``gray-loss``      each packet on the link is lost with ``probability``
+                   (for ``duration_us`` if given); routing does not notice
+``degrade``        the link runs at ``rate_fraction`` of its speed (0.25:
+                   25 %, htsim's ``-failed``); routing does not notice
+``nic-port-down``  the host's NIC port on ``plane`` goes down (for
+                   ``duration_us`` if given)
+``switch-reboot``  every link of ``switch`` down for ``duration_us``
+=================  ==========================================================
+
+Packets queued at a port whose link goes down are dropped; packets on the
+wire are lost. Targets are watched from the failure's time on: packets
+directed to them are counted per port (``watch_hits``, ``watch_last``), which
+is how `metrics` measures when traffic was steered away.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.emulator._jit import njit
+from mrc.emulator import nic
+from mrc.emulator import state as ST
+from mrc.emulator.port import flush, start_next
+from mrc.units import US
+
+
+def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int) -> np.ndarray:
+    """The `ACT` table of a list of `scenario.Failure` (ports already resolved)."""
+    rows = []
+
+    def add(t, kind, port, idx, value=0.0):
+        if t <= end_ps:
+            rows.append((int(t), float(value), int(port), idx, kind))
+
+    def down(t, ports, idx):
+        for q in ports:
+            add(t, ST.A_LINK_DOWN, q, idx)
+            add(t + detect_ps, ST.A_RLOC_DOWN, q, idx)
+            add(t + converge_ps, ST.A_RGLOB_DOWN, q, idx)
+
+    def up(t, ports, idx):
+        for q in ports:
+            add(t, ST.A_LINK_UP, q, idx)
+            add(t + detect_ps, ST.A_RLOC_UP, q, idx)
+            add(t + converge_ps, ST.A_RGLOB_UP, q, idx)
+
+    for idx, f in enumerate(failures):
+        t0 = int(round(f.at_us * US))
+        add(t0, ST.A_MARK, -1, idx)
+        for q in f.ports:
+            add(t0, ST.A_WATCH, q, idx)
+        dur = None if f.duration_us is None else int(round(f.duration_us * US))
+        if f.kind in ("link-down", "nic-port-down", "switch-reboot"):
+            down(t0, f.ports, idx)
+            if dur is not None:
+                up(t0 + dur, f.ports, idx)
+        elif f.kind == "link-up":
+            up(t0, f.ports, idx)
+        elif f.kind == "flap":
+            period = int(round(f.period_us * US))
+            dwn = int(round(f.down_us * US))
+            until = end_ps if f.until_us is None else int(round(f.until_us * US))
+            t = t0
+            while t < until and t <= end_ps:
+                down(t, f.ports, idx)
+                up(min(t + dwn, until), f.ports, idx)
+                t += period
+        elif f.kind == "gray-loss":
+            for q in f.ports:
+                add(t0, ST.A_GRAY, q, idx, f.probability)
+                if dur is not None:
+                    add(t0 + dur, ST.A_GRAY, q, idx, 0.0)
+        elif f.kind == "degrade":
+            for q in f.ports:
+                add(t0, ST.A_RATE, q, idx, f.rate_fraction)
+                if dur is not None:
+                    add(t0 + dur, ST.A_RATE, q, idx, 1.0)
+        else:  # pragma: no cover - scenario validation rejects it
+            raise ValueError(f.kind)
+    act = np.zeros(len(rows), ST.ACT)
+    if rows:
+        order = sorted(range(len(rows)), key=lambda k: (rows[k][0], k))  # stable: file order at equal times
+        for j, k in enumerate(order):
+            t, v, q, idx, kind = rows[k]
+            act[j] = (t, v, q, idx, kind)
+    return act
+
+
+@njit(inline="always")
+def _route_bad(P, q):
+    return P[q]["rloc"] == 0 or P[q]["rglob"] == 0
+
+
+@njit
+def _set_route(E, q, field_loc, value):
+    P = E.port
+    before = _route_bad(P, q)
+    if field_loc:
+        P[q]["rloc"] = value
+    else:
+        P[q]["rglob"] = value
+    after = _route_bad(P, q)
+    if after and not before:
+        E.S[ST.S_ROUTE_DOWN] += 1
+    elif before and not after:
+        E.S[ST.S_ROUTE_DOWN] -= 1
+
+
+@njit
+def _kick(E, F, T, q, now):
+    P = E.port
+    if P[q]["busy"] != 0:
+        return
+    if (P[q]["kind"] & ST.PK_NIC) != 0:
+        nic.kick(E, F, T, q, now)
+    else:
+        start_next(E, F, q, now)
+
+
+@njit
+def apply(E, F, T, a, now):
+    """Apply failure action a (a row of ``E.act``) to both ports of its link."""
+    act = E.act[a]
+    k = act["kind"]
+    q0 = act["port"]
+    if q0 < 0:
+        return
+    P = E.port
+    for side in range(2):
+        q = q0 if side == 0 else F.port[q0]["peer"]
+        if k == ST.A_LINK_DOWN:
+            if P[q]["up"] != 0:
+                P[q]["up"] = 0
+                flush(E, F, q, now)
+        elif k == ST.A_LINK_UP:
+            if P[q]["up"] == 0:
+                P[q]["up"] = 1
+                _kick(E, F, T, q, now)
+        elif k == ST.A_RLOC_DOWN:
+            _set_route(E, q, True, 0)
+        elif k == ST.A_RLOC_UP:
+            _set_route(E, q, True, 1)
+        elif k == ST.A_RGLOB_DOWN:
+            _set_route(E, q, False, 0)
+        elif k == ST.A_RGLOB_UP:
+            _set_route(E, q, False, 1)
+        elif k == ST.A_GRAY:
+            P[q]["gray"] = act["value"]
+        elif k == ST.A_RATE:
+            r = np.int64(F.port[q]["rate"] * act["value"])
+            P[q]["rate"] = r if r > 0 else 1
+        elif k == ST.A_WATCH:
+            P[q]["watch"] = 1

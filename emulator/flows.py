@@ -1,0 +1,85 @@
+"""What happens when a flow ends: completion times, failures, and htsim triggers.
+
+Transports call `send_done` (the sender learnt that every byte arrived: the
+flow's FCT ends), `recv_done` (the receiver has every byte) and `failed`.
+Triggers follow htsim's ``connection_matrix`` / ``trigger`` semantics: a
+flow's ``send_done_trigger`` / ``recv_done_trigger`` activates a trigger; a
+``oneshot`` trigger starts all its flows on its first activation, a
+``multishot`` one starts its next flow (in file order) on each activation, a
+``barrier`` one starts all its flows on its ``count``-th activation. Started
+flows are scheduled as ``EV_START`` events at the current time (htsim's
+``triggerIsPending``), which the engine starts in order.
+"""
+from __future__ import annotations
+
+from mrc.emulator._jit import njit
+from mrc.emulator import events as EV
+from mrc.emulator import state as ST
+from mrc.emulator.sched import schedule
+
+
+@njit
+def activate(E, t, now):
+    """Activate trigger t."""
+    tr = E.trig[t]
+    k = tr["kind"]
+    first = tr["first"]
+    if k == ST.TRIG_ONESHOT:
+        if tr["fired"] != 0:
+            return
+        tr["fired"] = 1
+        tr["t_fired"] = now
+        for j in range(tr["n"]):
+            schedule(E, now, EV.event(E.trig_tgt[first + j], EV.EV_START))
+    elif k == ST.TRIG_MULTISHOT:
+        if tr["next"] >= tr["n"]:
+            return
+        if tr["fired"] == 0:
+            tr["fired"] = 1
+            tr["t_fired"] = now
+        schedule(E, now, EV.event(E.trig_tgt[first + tr["next"]], EV.EV_START))
+        tr["next"] += 1
+    else:
+        if tr["remaining"] <= 0:
+            return
+        tr["remaining"] -= 1
+        if tr["remaining"] == 0:
+            tr["fired"] = 1
+            tr["t_fired"] = now
+            for j in range(tr["n"]):
+                schedule(E, now, EV.event(E.trig_tgt[first + j], EV.EV_START))
+
+
+@njit
+def send_done(E, f, now):
+    fl = E.flow[f]
+    if fl["status"] != ST.FLOW_RUNNING:
+        return
+    fl["t_send_done"] = now
+    if fl["t_recv_done"] < 0:
+        fl["t_recv_done"] = now
+    fl["status"] = ST.FLOW_DONE
+    E.S[ST.S_FLOWS_ENDED] += 1
+    if fl["send_trig"] >= 0:
+        activate(E, fl["send_trig"], now)
+
+
+@njit
+def recv_done(E, f, now):
+    fl = E.flow[f]
+    if fl["t_recv_done"] >= 0:
+        return
+    fl["t_recv_done"] = now
+    if fl["recv_trig"] >= 0:
+        activate(E, fl["recv_trig"], now)
+
+
+@njit
+def failed(E, f, now, why):
+    fl = E.flow[f]
+    if fl["status"] != ST.FLOW_RUNNING:
+        return
+    fl["status"] = ST.FLOW_FAILED
+    fl["why"] = why
+    fl["t_send_done"] = now
+    E.S[ST.S_FLOWS_ENDED] += 1

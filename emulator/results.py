@@ -1,0 +1,119 @@
+"""The results directory of a run.
+
+=====================  ========================================================
+file                   content
+=====================  ========================================================
+``summary.json``       `metrics.summary`: scenario, seed, transport, version,
+                       fct_us, slowdown, flows, cct_us, sim, and the detail
+                       keys (outcome, counters, bytes, packets, collectives,
+                       failures, engine, fabric, config)
+``flows.csv``          one row per flow (`metrics.flow_table`); also
+                       ``flows.parquet`` when pyarrow is installed
+``collectives.csv``    one row per collective
+``timeseries.csv``     the samples: utilisation and queue occupancy per link
+                       group, goodput, drops, marks, PFC, per-failure packets,
+                       chosen ports
+``links.csv``          per link group: ports, bytes sent, max queue, drops,
+                       trims, ECN marks, PFC pauses and paused time
+``failures.csv``       one row per failure (time, target, steered away)
+``trace.csv``          packet trace, when tracing was on
+``fct_cdf.png``        FCT CDF; ``slowdown_by_size.png``; ``utilisation.png``
+=====================  ========================================================
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import pathlib
+
+import numpy as np
+
+from mrc.emulator import metrics, plots
+from mrc.emulator import state as ST
+from mrc.emulator.sim import GROUPS
+
+
+def _clean(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return None if math.isnan(v) else float(v)
+    return v
+
+
+def write_csv(path: pathlib.Path, columns: dict) -> None:
+    names = list(columns)
+    n = len(next(iter(columns.values()))) if columns else 0
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(names)
+        cols = [columns[k] for k in names]
+        for i in range(n):
+            w.writerow(["" if (x := _clean(c[i])) is None else x for c in cols])
+
+
+def write_parquet(path: pathlib.Path, columns: dict) -> bool:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return False
+    table = pa.table({k: (list(v) if v.dtype == object else v) for k, v in columns.items()})
+    pq.write_table(table, path)
+    return True
+
+
+def link_groups(run) -> dict:
+    fp = run.scenario.topo.port
+    ps = run.port_stats
+    rows = {k: [] for k in ("group", "ports", "tx_bytes", "max_queue_bytes", "drops", "trims", "ecn_marks",
+                            "pfc_pauses_sent", "paused_us")}
+    for (tier, d), name in GROUPS.items():
+        idx = np.flatnonzero((fp["tier"] == tier) & (fp["dir"] == d))
+        if not len(idx):
+            continue
+        rows["group"].append(name)
+        rows["ports"].append(len(idx))
+        rows["tx_bytes"].append(int(ps["tx_bytes"][idx].sum()))
+        rows["max_queue_bytes"].append(int((ps["max_bytes0"][idx] + ps["max_bytes1"][idx]).max()))
+        rows["drops"].append(int(ps["drops"][idx].sum()))
+        rows["trims"].append(int(ps["trims"][idx].sum()))
+        rows["ecn_marks"].append(int(ps["marks"][idx].sum()))
+        rows["pfc_pauses_sent"].append(int(ps["pauses_sent"][idx].sum()))
+        rows["paused_us"].append(float(ps["paused_ps"][idx].sum() / 1e6))
+    return {k: np.asarray(v, dtype=object if k == "group" else None) for k, v in rows.items()}
+
+
+def write(run, out, plots_too: bool | None = None) -> dict:
+    """Write the results directory; returns the summary."""
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    summ = metrics.summary(run)
+    (out / "summary.json").write_text(json.dumps(summ, indent=2, default=_clean) + "\n")
+    ft = metrics.flow_table(run)
+    write_csv(out / "flows.csv", ft)
+    write_parquet(out / "flows.parquet", ft)
+    colls = summ["collectives"]
+    if colls:
+        write_csv(out / "collectives.csv", {k: [c[k] for c in colls] for k in colls[0]})
+    if run.samples:
+        write_csv(out / "timeseries.csv", run.samples)
+    write_csv(out / "links.csv", link_groups(run))
+    if summ["failures"]:
+        keys = ["index", "kind", "target", "at_us", "duration_us", "end_us", "packets_directed",
+                "last_packet_us", "steered_away_us"]
+        write_csv(out / "failures.csv", {k: [f[k] for f in summ["failures"]] for k in keys})
+    if len(run.trace):
+        tr = run.trace
+        kinds = {ST.TR_ARRIVE: "arrive", ST.TR_DEPART: "depart", ST.TR_DROP: "drop", ST.TR_TRIM: "trim",
+                 ST.TR_DELIVER: "deliver", ST.TR_MARK: "ecn-mark"}
+        write_csv(out / "trace.csv", {"t_us": tr["t"] / 1e6, "event": np.array([kinds[k] for k in tr["kind"]]),
+                                      "port": tr["port"], "flow": tr["flow"], "psn": tr["psn"],
+                                      "opcode": tr["opcode"], "size": tr["size"], "cls": tr["cls"],
+                                      "dscp": tr["dscp"], "trim": tr["trim"], "reason": tr["reason"]})
+    if plots_too if plots_too is not None else run.scenario.metrics.plots:
+        plots.fct_cdf({run.scenario.transport_name: ft}, out / "fct_cdf.png", run.scenario.name)
+        plots.slowdown_by_size(ft, out / "slowdown_by_size.png", run.scenario.name)
+        plots.utilisation(run.samples, out / "utilisation.png", run.scenario.name)
+    return summ

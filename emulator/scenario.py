@@ -1,0 +1,388 @@
+"""Scenario files: TOML with ``[topology]``, ``[switch]``, ``[transport]``, ``[workload]``, ``[[failures]]``.
+
+Top-level keys: ``name`` (default: the file name), ``description``,
+``seed`` (default 1), ``duration_us`` (simulated time limit; default: run
+until every flow ended, at most 1 s), and the tables:
+
+- ``[topology]``: `mrc.fabric` keys (``preset`` or ``kind`` + parameters,
+  overrides on top of a preset; see docs/fabric.md);
+- ``[switch]``: buffers, ECN, trimming, PFC, latency, routing reaction
+  (`SwitchConfig`; defaults from the fabric's preset and the transport);
+- ``[transport]``: ``name`` and its parameters (`transports`);
+- ``[workload]`` or ``[[workload]]`` (jobs on disjoint hosts): ``kind`` and
+  its keys (`workloads.generators`);
+- ``[[failures]]``: ``at_us``, ``kind`` and target (`parse_failure`);
+- ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``,
+  ``trace_capacity``; ``[engine]``: ``pool_packets``, ``chunk_events``.
+
+Every unknown key and every bad value raises `ConfigError` naming the key
+(``switch.queue_bytes``, ``workload[1].size_bytes``, ``failures[0].link``).
+`load` also applies ``--set key=value`` overrides (`apply_sets`).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pathlib
+import tomllib
+from typing import Any
+
+from mrc.emulator import scenarios, transports
+from mrc.emulator.keys import Table, host_list
+from mrc.emulator.workloads import generators
+from mrc.errors import ConfigError
+from mrc.fabric import Topology, resolve
+from mrc.wire.dscp import DscpTable
+
+DEFAULT_CAP_US = 1_000_000.0
+FAILURE_KINDS = ("link-down", "link-up", "flap", "gray-loss", "degrade", "nic-port-down", "switch-reboot")
+
+
+@dataclasses.dataclass(frozen=True)
+class SwitchConfig:
+    queue_bytes: int
+    ctrl_queue_bytes: int
+    ecn: bool
+    ecn_min_bytes: int
+    ecn_max_bytes: int
+    ecn_pmax: float
+    ecn_mark: str
+    ecn_last_hop: bool
+    trim: bool
+    trim_header_bytes: int
+    pfc: bool
+    pfc_xoff_bytes: int
+    pfc_xon_bytes: int
+    pfc_headroom_bytes: int
+    latency_ns: float
+    framing_bytes: int
+    route_detect_us: float
+    route_converge_us: float
+    mtu_bytes: int
+    dscp: DscpTable
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    kind: str
+    index: int
+    where: str
+    hosts: list[int] | None
+    hosts_given: Any
+    params: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    kind: str
+    at_us: float
+    ports: tuple[int, ...]
+    target: str
+    duration_us: float | None = None
+    period_us: float | None = None
+    down_us: float | None = None
+    until_us: float | None = None
+    probability: float = 0.0
+    rate_fraction: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Metrics:
+    sample_us: float | None
+    ports: tuple[int, ...]
+    plots: bool
+    trace_flows: tuple[int, ...]
+    trace_capacity: int
+
+
+@dataclasses.dataclass
+class Scenario:
+    name: str
+    description: str
+    seed: int
+    duration_us: float | None
+    topo: Topology
+    switch: SwitchConfig
+    transport_name: str
+    transport: dict
+    jobs: list[Job]
+    failures: list[Failure]
+    metrics: Metrics
+    pool_packets: int
+    chunk_events: int
+    data: dict  # the scenario as given (after --set), for the results
+    base_dir: pathlib.Path | None
+
+    @property
+    def end_us(self) -> float:
+        return self.duration_us if self.duration_us is not None else DEFAULT_CAP_US
+
+
+# ---------------------------------------------------------------- loading
+
+
+def read(source) -> tuple[dict, str, pathlib.Path | None]:
+    """(data, name, directory) of a scenario file, a library name, or a mapping."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source), str(source.get("name", "scenario")), None
+    p = pathlib.Path(source)
+    if not p.is_file():
+        lib = scenarios.path(str(source))
+        if lib is None:
+            raise ConfigError("scenario", str(source), "no such file, and not a library scenario "
+                              f"({', '.join(scenarios.names())})")
+        p = lib
+    try:
+        data = tomllib.loads(p.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("scenario", str(source), f"not valid TOML: {exc}") from None
+    return data, p.stem, p.parent
+
+
+def _toml_value(text: str):
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
+def apply_sets(data: dict, sets) -> dict:
+    """Apply ``key=value`` overrides (dotted keys; ``workload.1.size_bytes`` indexes arrays of tables)."""
+    for item in sets or ():
+        if "=" not in item:
+            raise ConfigError("--set", item, "write key=value (e.g. switch.queue_bytes=100000)")
+        key, _, text = item.partition("=")
+        parts = key.strip().split(".")
+        if not all(parts):
+            raise ConfigError("--set", item, "empty key part")
+        node: Any = data
+        for k, part in enumerate(parts[:-1]):
+            if isinstance(node, list):
+                if not part.isdigit() or int(part) >= len(node):
+                    raise ConfigError(".".join(parts[: k + 1]), part, f"an index 0..{len(node) - 1}")
+                node = node[int(part)]
+            else:
+                if part not in node:
+                    node[part] = {}
+                node = node[part]
+                if not isinstance(node, (dict, list)):
+                    raise ConfigError(".".join(parts[: k + 1]), node, "not a table")
+        last = parts[-1]
+        value = _toml_value(text.strip())
+        if isinstance(node, list):
+            if not last.isdigit() or int(last) >= len(node):
+                raise ConfigError(key, last, f"an index 0..{len(node) - 1}")
+            node[int(last)] = value
+        else:
+            node[last] = value
+    return data
+
+
+def load(source, seed: int | None = None, sets=()) -> Scenario:
+    data, name, base = read(source)
+    apply_sets(data, sets)
+    if seed is not None:
+        data["seed"] = seed
+    return parse(data, name, base)
+
+
+def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
+    top = Table(data, "")
+    name = top.str("name", name)
+    desc = top.raw("description", "")
+    if not isinstance(desc, str):
+        raise ConfigError("description", desc, "must be a string")
+    seed = top.int("seed", 1, lo=0, hi=2**63 - 1)
+    duration = top.num("duration_us", None, lo=0, lo_open=True) if top.has("duration_us") else None
+    top.raw("duration_us", None)
+    topo_t = top.raw("topology")
+    if not isinstance(topo_t, dict):
+        raise ConfigError("topology", topo_t, "must be a table of topology keys (or a preset)")
+    topo = Topology(resolve(topo_t, where="topology"), ecmp_seed=seed)
+    tt = top.table("transport")
+    tname = tt.str("name")
+    tmod = transports.get(tname)
+    tparams = tmod.parse(tt, topo)
+    tt.done()
+    sw = parse_switch(top.table("switch", {}), topo, tmod.switch_defaults(tparams))
+    tmod.check_switch(tparams, sw)
+    jobs = parse_workloads(top.raw("workload"), topo, duration, base_dir)
+    fl = top.raw("failures", [])
+    if not isinstance(fl, list):
+        raise ConfigError("failures", fl, "write [[failures]] tables")
+    failures = [parse_failure(Table(f, f"failures[{k}]"), topo) for k, f in enumerate(fl)]
+    mt = top.table("metrics", {})
+    sample = mt.num("sample_us", None, lo=0, lo_open=True) if mt.has("sample_us") else None
+    mt.raw("sample_us", None)
+    ports = mt.raw("ports", [])
+    if not isinstance(ports, list) or any(isinstance(q, bool) or not isinstance(q, int) or not 0 <= q < topo.n_ports
+                                          for q in ports):
+        raise ConfigError("metrics.ports", ports, f"a list of port ids 0..{topo.n_ports - 1}")
+    tf = mt.raw("trace_flows", [])
+    if not isinstance(tf, list) or any(isinstance(f, bool) or not isinstance(f, int) or f < 0 for f in tf):
+        raise ConfigError("metrics.trace_flows", tf, "a list of flow indices")
+    metrics = Metrics(sample, tuple(ports), mt.bool("plots", True), tuple(tf),
+                      mt.int("trace_capacity", 1_000_000 if tf else 0, lo=0))
+    mt.done()
+    et = top.table("engine", {})
+    pool = et.int("pool_packets", 1 << 16, lo=256)
+    chunk = et.int("chunk_events", 2_000_000, lo=1000)
+    et.done()
+    top.done()
+    return Scenario(name, desc, seed, duration, topo, sw, tname, tparams, jobs, failures, metrics, pool, chunk,
+                    data, pathlib.Path(base_dir) if base_dir is not None else None)
+
+
+# ---------------------------------------------------------------- sections
+
+
+def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
+    d = topo.switch_defaults
+    queue = t.int("queue_bytes", d.queue_bytes, lo=1)
+    mtu = t.int("mtu_bytes", d.mtu_bytes, lo=64)
+    ecn_min = t.int("ecn_min_bytes", d.ecn_min_bytes, lo=0)
+    ecn_max = t.int("ecn_max_bytes", d.ecn_max_bytes, lo=0)
+    if ecn_max < ecn_min:
+        raise ConfigError("switch.ecn_max_bytes", ecn_max, f"below ecn_min_bytes = {ecn_min}")
+    pfc = t.bool("pfc", tdefaults.get("pfc", False))
+    # PFC headroom: what arrives after XOFF is sent: a round trip on the longest, fastest link plus two MTUs.
+    rate = max(int(topo.port["rate"].max()), 1)
+    delay = int(topo.port["delay"].max())
+    headroom_default = int(2 * delay * rate / 8e12) + 2 * mtu + 64
+    xoff = t.int("pfc_xoff_bytes", max(queue // 4, 2 * mtu), lo=1)
+    xon = t.int("pfc_xon_bytes", max(xoff - 2 * mtu, 0), lo=0)
+    if xon > xoff:
+        raise ConfigError("switch.pfc_xon_bytes", xon, f"above pfc_xoff_bytes = {xoff}")
+    headroom = t.int("pfc_headroom_bytes", headroom_default, lo=0)
+    trim_hdr = t.int("trim_header_bytes", d.trim_header_bytes, lo=1)
+    dscp_t = t.raw("dscp", {})
+    if not isinstance(dscp_t, dict):
+        raise ConfigError("switch.dscp", dscp_t, "a table of class = code point")
+    try:
+        dscp = DscpTable.from_dict(dscp_t)
+    except ConfigError as exc:
+        raise ConfigError(f"switch.{exc.key}", exc.value, exc.problem) from None
+    sw = SwitchConfig(
+        queue_bytes=queue,
+        ctrl_queue_bytes=t.int("ctrl_queue_bytes", queue, lo=1),
+        ecn=t.bool("ecn", True),
+        ecn_min_bytes=ecn_min,
+        ecn_max_bytes=ecn_max,
+        ecn_pmax=t.num("ecn_pmax", 1.0, lo=0, hi=1),
+        ecn_mark=t.choice("ecn_mark", ("dequeue", "enqueue"), "dequeue"),
+        ecn_last_hop=t.bool("ecn_last_hop", tdefaults.get("ecn_last_hop", d.ecn_on_last_hop)),
+        trim=t.bool("trim", tdefaults.get("trim", False)),
+        trim_header_bytes=trim_hdr,
+        pfc=pfc,
+        pfc_xoff_bytes=xoff,
+        pfc_xon_bytes=xon,
+        pfc_headroom_bytes=headroom,
+        latency_ns=t.num("latency_ns", d.switch_latency_ps / 1000, lo=0),
+        framing_bytes=t.int("framing_bytes", 0, lo=0),
+        route_detect_us=t.num("route_detect_us", 1000.0, lo=0),
+        route_converge_us=t.num("route_converge_us", 100_000.0, lo=0),
+        mtu_bytes=mtu,
+        dscp=dscp,
+    )
+    if sw.route_converge_us < sw.route_detect_us:
+        raise ConfigError("switch.route_converge_us", sw.route_converge_us,
+                          f"below route_detect_us = {sw.route_detect_us} (remote switches learn later)")
+    t.done()
+    return sw
+
+
+def parse_workloads(value, topo: Topology, duration, base_dir) -> list[Job]:
+    if value is None:
+        raise ConfigError("workload", None, "missing: give [workload] or [[workload]] tables")
+    items = [value] if isinstance(value, dict) else value
+    if not isinstance(items, list) or not items or not all(isinstance(x, dict) for x in items):
+        raise ConfigError("workload", value, "a [workload] table or [[workload]] tables")
+    jobs = []
+    for k, item in enumerate(items):
+        where = "workload" if isinstance(value, dict) else f"workload[{k}]"
+        t = Table(item, where)
+        kind = t.choice("kind", generators.KINDS)
+        hosts = None
+        given = t.raw("hosts", None)
+        if given is not None:
+            hosts = host_list(given, t.key("hosts"), topo.n_hosts)
+        n = len(hosts) if hosts is not None else topo.n_hosts
+        params = generators.parse(t, kind, n, duration, base_dir)
+        t.done()
+        jobs.append(Job(kind, k, where, hosts, given, params))
+    return jobs
+
+
+def _node(t: Table, topo: Topology, name: str, value) -> int:
+    from mrc.errors import UsageError
+
+    try:
+        return topo.parse_node(str(value))
+    except UsageError as exc:
+        raise ConfigError(t.key(name), value, str(exc)) from None
+
+
+def _link_port(t: Table, topo: Topology, value) -> int:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ConfigError(t.key("link"), value, "two adjacent nodes, e.g. [\"p0.t0.3\", \"p0.t1.1\"]")
+    a, b = (_node(t, topo, "link", v) for v in value)
+    n = topo.node[a]
+    start = int(n["port_start"])
+    for q in range(start, start + int(n["n_down"]) + int(n["n_up"])):
+        if topo.peer_node(q) == b:
+            return q
+    raise ConfigError(t.key("link"), value, f"{topo.node_name(a)} and {topo.node_name(b)} are not linked")
+
+
+def parse_failure(t: Table, topo: Topology) -> Failure:
+    kind = t.choice("kind", FAILURE_KINDS)
+    at = t.num("at_us", lo=0)
+    extra: dict = {}
+    if kind == "nic-port-down":
+        h = t.int("host", lo=0, hi=topo.n_hosts - 1)
+        p = t.int("plane", 0, lo=0, hi=topo.n_planes - 1)
+        ports, target = (h * topo.n_planes + p,), f"h{h}:nic{p}"
+    elif kind == "switch-reboot":
+        s = _node(t, topo, "switch", t.raw("switch"))
+        if topo.node[s]["kind"] == 0:
+            raise ConfigError(t.key("switch"), t.data["switch"], "a switch, not a host")
+        ports, target = _switch_ports(topo, s), topo.node_name(s)
+    else:
+        given = [k for k in ("link", "port", "switch") if t.has(k)]
+        if len(given) != 1:
+            raise ConfigError(t.key("link"), None, "give exactly one target: link = [a, b], port = N or switch = S")
+        if given[0] == "link":
+            q = _link_port(t, topo, t.raw("link"))
+            ports, target = (q,), f"{topo.node_name(topo.port[q]['node'])}-{topo.node_name(topo.peer_node(q))}"
+        elif given[0] == "port":
+            q = t.int("port", lo=0, hi=topo.n_ports - 1)
+            ports, target = (q,), topo.port_name(q)
+        else:
+            s = _node(t, topo, "switch", t.raw("switch"))
+            if topo.node[s]["kind"] == 0:
+                raise ConfigError(t.key("switch"), t.data["switch"], "a switch, not a host")
+            ports, target = _switch_ports(topo, s), topo.node_name(s)
+    if kind in ("link-down", "nic-port-down", "gray-loss", "degrade"):
+        extra["duration_us"] = t.num("duration_us", None, lo=0, lo_open=True) if t.has("duration_us") else None
+    elif kind == "switch-reboot":
+        extra["duration_us"] = t.num("duration_us", lo=0, lo_open=True)
+    if kind == "flap":
+        extra["period_us"] = t.num("period_us", lo=0, lo_open=True)
+        extra["down_us"] = t.num("down_us", extra["period_us"] / 2, lo=0, lo_open=True)
+        if extra["down_us"] >= extra["period_us"]:
+            raise ConfigError(t.key("down_us"), extra["down_us"], f"must be below period_us = {extra['period_us']}")
+        extra["until_us"] = t.num("until_us", None, lo=0) if t.has("until_us") else None
+        if extra["until_us"] is not None and extra["until_us"] <= at:
+            raise ConfigError(t.key("until_us"), extra["until_us"], f"must be after at_us = {at}")
+    if kind == "gray-loss":
+        extra["probability"] = t.num("probability", lo=0, hi=1, lo_open=True)
+    if kind == "degrade":
+        extra["rate_fraction"] = t.num("rate_fraction", lo=0, hi=1, lo_open=True)
+    t.done()
+    return Failure(kind, at, tuple(int(q) for q in ports), target, **extra)
+
+
+def _switch_ports(topo: Topology, s: int) -> tuple[int, ...]:
+    n = topo.node[s]
+    start = int(n["port_start"])
+    return tuple(range(start, start + int(n["n_down"]) + int(n["n_up"])))

@@ -1,0 +1,20 @@
+"""The scenario library shipped with the package: ready TOML scenarios and htsim .cm files.
+
+``mrc emu list`` prints them; ``mrc emu run NAME`` (file stem) runs one. The
+``.cm`` files are htsim connection matrices from the UEC htsim repository
+(BSD 2-Clause, `LICENSE-uet-htsim.txt` beside them).
+"""
+from __future__ import annotations
+
+import pathlib
+
+DIR = pathlib.Path(__file__).resolve().parent
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in DIR.glob("*.toml"))
+
+
+def path(name: str) -> pathlib.Path | None:
+    p = DIR / f"{name}.toml"
+    return p if p.is_file() else None

@@ -1,0 +1,58 @@
+"""The engine's event queues: `E.heap` (element events) and `E.theap` (one timer per endpoint).
+
+`schedule` adds an element event; `set_timer` moves an endpoint's single
+timer (NEVER removes it); `peek` and `pop` take the earliest of both queues
+in (time, sequence) order, so simultaneous events run in the order they were
+scheduled, whichever queue holds them.
+"""
+from __future__ import annotations
+
+from mrc.emulator import events as EV
+from mrc.emulator import state as ST
+from mrc.emulator._jit import njit
+from mrc.emulator.state import NEVER
+
+
+@njit(inline="always")
+def schedule(E, t, ev):
+    """Schedule event word `ev` (`events.event(id, kind)`) at time `t`."""
+    EV.heap_push(E.heap, E.S, ST.S_HEAP_N, ST.S_SEQ, t, ev)
+
+
+@njit(inline="always")
+def set_timer(E, ep, t):
+    if t == NEVER:
+        EV.timer_remove(E.theap, E.tpos, E.S, ST.S_THEAP_N, ep)
+    else:
+        EV.timer_set(E.theap, E.tpos, E.S, ST.S_THEAP_N, ST.S_SEQ, ep, t)
+
+
+@njit(inline="always")
+def _timer_first(E):
+    """True if the timer heap holds the earliest event (both must not be empty together)."""
+    if E.S[ST.S_THEAP_N] == 0:
+        return False
+    if E.S[ST.S_HEAP_N] == 0:
+        return True
+    a = E.theap[0]
+    b = E.heap[0]
+    return a["t"] < b["t"] or (a["t"] == b["t"] and a["s"] < b["s"])
+
+
+@njit(inline="always")
+def peek(E):
+    """Time of the earliest event (NEVER if none)."""
+    if E.S[ST.S_HEAP_N] == 0 and E.S[ST.S_THEAP_N] == 0:
+        return NEVER
+    if _timer_first(E):
+        return E.theap[0]["t"]
+    return E.heap[0]["t"]
+
+
+@njit(inline="always")
+def pop(E):
+    """Remove the earliest event: (t, event word); a timer comes back as event(ep, EV_TIMER)."""
+    if _timer_first(E):
+        t, ep = EV.timer_pop(E.theap, E.tpos, E.S, ST.S_THEAP_N)
+        return t, EV.event(ep, EV.EV_TIMER)
+    return EV.heap_pop(E.heap, E.S, ST.S_HEAP_N)

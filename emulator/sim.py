@@ -1,0 +1,239 @@
+"""Running a scenario: set up the tables, step the compiled loop in chunks, sample, collect.
+
+    >>> from mrc.emulator import scenario, sim
+    >>> run = sim.Simulation(scenario.load("fattree-k8-permutation")).run(progress=True)
+    >>> run.flows["t_send_done"]            # per flow (state.FLOW)
+
+Python only sets up, calls `engine.run_chunk` up to the next sample time (or
+an event budget, for the progress bar), grows the packet pool or the heap
+when the loop asks, and samples link utilisation, queue occupancy and failure
+watches between chunks (`Sampler`). Randomness: the scenario seed feeds a
+numpy SeedSequence split into the workload, transport and engine streams, so
+the same scenario and seed give the same numbers, bit for bit.
+"""
+from __future__ import annotations
+
+import dataclasses
+import resource
+import sys
+import time
+
+import numpy as np
+
+from mrc.emulator import build, engine, workloads
+from mrc.emulator import state as ST
+from mrc.emulator.pool import RESERVE
+from mrc.emulator.scenario import Scenario
+from mrc.units import US
+
+# (link tier, direction) -> group name of the utilisation / queue series
+GROUPS = {(0, 0): "host_up", (0, 1): "t0_down", (1, 0): "t0_up", (1, 1): "t1_down", (2, 0): "t1_up",
+          (2, 1): "t2_down"}
+
+
+@dataclasses.dataclass
+class RunData:
+    scenario: Scenario
+    flows: np.ndarray
+    collectives: list
+    counters: dict
+    samples: dict  # column -> np.ndarray
+    port_stats: dict  # per port: max_bytes0, max_bytes1, drops, trims, marks, tx_bytes, paused_ps
+    failures: list  # per failure: dict
+    trace: np.ndarray
+    sim: dict  # events, packet_hops, wall_s, sim_time_us, peak_rss_mb, ...
+    inflight: dict  # packets and bytes still in the fabric at the end
+
+
+ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
+
+
+def auto_sample_us(sc: Scenario) -> float:
+    if sc.metrics.sample_us is not None:
+        return sc.metrics.sample_us
+    if sc.duration_us is not None:
+        return max(1.0, min(10.0, sc.duration_us / 100)) if sc.duration_us <= 10_000 else sc.duration_us / 1000
+    return 10.0
+
+
+class Sampler:
+    """Link utilisation and queue occupancy per link group, watched failures, chosen ports."""
+
+    def __init__(self, sim: "Simulation"):
+        topo = sim.sc.topo
+        fp = topo.port
+        self.groups = {}
+        for (tier, d), name in GROUPS.items():
+            idx = np.flatnonzero((fp["tier"] == tier) & (fp["dir"] == d))
+            if len(idx):
+                self.groups[name] = idx
+        self.rate = fp["rate"].astype(np.float64)
+        self.ports = list(sim.sc.metrics.ports)
+        self.fail_ports = [np.array(sorted(set(f.ports) | {int(fp[q]["peer"]) for q in f.ports}), np.int64)
+                           for f in sim.sc.failures]
+        self.cols: dict[str, list] = {}
+        self.t_prev = 0
+        self.prev_tx = np.zeros(len(fp), np.int64)
+        self.prev_ctr = np.zeros(ST.N_C, np.int64)
+        self.prev_watch = [0] * len(self.fail_ports)
+
+    def _add(self, name, value):
+        self.cols.setdefault(name, []).append(value)
+
+    def sample(self, E, t):
+        dt = t - self.t_prev
+        if dt <= 0:
+            return
+        P = E.port
+        tx = P["tx_bytes"]
+        dtx = tx - self.prev_tx
+        util = dtx * 8.0 / (self.rate * (dt / 1e12))
+        q = P["bytes0"] + P["bytes1"]
+        self._add("t_us", t / US)
+        for name, idx in self.groups.items():
+            u = util[idx]
+            self._add(f"util_{name}_mean", float(u.mean()))
+            self._add(f"util_{name}_max", float(u.max()))
+            qq = q[idx]
+            self._add(f"queue_{name}_mean_bytes", float(qq.mean()))
+            self._add(f"queue_{name}_max_bytes", int(qq.max()))
+        d = E.ctr - self.prev_ctr
+        self._add("goodput_gbps", float(d[ST.C_GOODPUT_BYTES] * 8 / (dt / 1e12) / 1e9))
+        self._add("drops", int(d[ST.C_DROP_PKTS]))
+        self._add("trims", int(d[ST.C_TRIMS]))
+        self._add("ecn_marks", int(d[ST.C_ECN_MARKS]))
+        self._add("pfc_pauses", int(d[ST.C_PFC_PAUSES]))
+        self._add("packets_in_flight", int(E.S[ST.S_INFLIGHT]))
+        self._add("paused_ports", int(np.count_nonzero(P["paused"])))
+        for k, ports in enumerate(self.fail_ports):
+            w = int(P["watch_hits"][ports].sum())
+            self._add(f"failure{k}_packets", w - self.prev_watch[k])
+            self.prev_watch[k] = w
+        for p in self.ports:
+            self._add(f"port{p}_util", float(util[p]))
+            self._add(f"port{p}_queue_bytes", int(q[p]))
+        self.prev_tx = tx.copy()
+        self.prev_ctr = E.ctr.copy()
+        self.t_prev = t
+
+    def columns(self) -> dict:
+        return {k: np.asarray(v) for k, v in self.cols.items()}
+
+
+class Simulation:
+    def __init__(self, sc: Scenario):
+        self.sc = sc
+        wl, tp, eg = np.random.SeedSequence(sc.seed).spawn(3)
+        self.flowset = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl))
+        ep, self.T = build.transport(sc, self.flowset, np.random.default_rng(tp))
+        self.E = build.engine(sc, self.flowset, ep, int(eg.generate_state(1, np.uint64)[0]))
+        self.F = sc.topo.arrays
+
+    def run(self, progress: bool = False) -> RunData:
+        sc = self.sc
+        E, F, T = self.E, self.F, self.T
+        end_ps = int(round(sc.end_us * US))
+        sample_ps = max(1, int(round(auto_sample_us(sc) * US)))
+        adaptive = sc.metrics.sample_us is None and sc.duration_us is None
+        n_samples = 0
+        reserve = 64 + 2 * self.flowset.max_fanout
+        n_flows = len(E.flow)
+        sampler = Sampler(self)
+        engine.prime(E)
+        t_next = sample_ps
+        bar = _Progress(progress, end_ps, n_flows)
+        wall0 = time.perf_counter()
+        while True:
+            t_stop = min(t_next, end_ps)
+            st = engine.run_chunk(E, F, T, t_stop, sc.chunk_events, reserve)
+            if st == ST.ST_GROW:
+                E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=len(E.heap) - E.S[ST.S_HEAP_N] < reserve)
+                continue
+            bar.update(E, time.perf_counter() - wall0)
+            if st == ST.ST_BUDGET:
+                continue
+            if st == ST.ST_CHUNK:
+                sampler.sample(E, t_stop)
+                if t_stop >= end_ps:
+                    break
+                n_samples += 1
+                if adaptive and n_samples % ADAPT_EVERY == 0:
+                    sample_ps *= 2  # open-ended runs: keep the series a few thousand rows long
+                t_next += sample_ps
+                continue
+            sampler.sample(E, int(E.S[ST.S_NOW]))  # every flow ended, or nothing left to do
+            break
+        wall = time.perf_counter() - wall0
+        bar.close()
+        self.E = E
+        now = int(E.S[ST.S_NOW]) if st != ST.ST_CHUNK else t_stop
+        fl = E.flow
+        running = fl["status"] == ST.FLOW_RUNNING
+        fl["why"][running] = ST.WHY_END_OF_RUN
+        fl["why"][fl["status"] == ST.FLOW_PENDING] = ST.WHY_NOT_STARTED
+        allocated = np.ones(len(E.pkt), bool)
+        allocated[E.free[: E.S[ST.S_FREE_N]]] = False
+        P = E.port
+        return RunData(
+            scenario=sc, flows=fl.copy(), collectives=self.flowset.collectives,
+            counters={k: int(E.ctr[v]) for k, v in ST.COUNTER_NAMES.items()},
+            samples=sampler.columns(),
+            port_stats={k: P[k].copy() for k in ("max_bytes0", "max_bytes1", "drops", "trims", "marks", "tx_bytes",
+                                                  "paused_ps", "pauses_sent", "watch_hits", "watch_last")},
+            failures=_failure_records(sc, P),
+            trace=E.trace[: E.S[ST.S_TRACE_N]].copy(),
+            sim={"events": int(E.S[ST.S_EVENTS]), "packet_hops": int(E.S[ST.S_HOPS]), "wall_s": wall,
+                 "sim_time_us": now / US, "peak_rss_mb": peak_rss_mb(),
+                 "peak_packets": int(E.S[ST.S_PEAK_INFLIGHT]),
+                 "pool_rows": len(E.pkt), "heap_rows": len(E.heap)},
+            inflight={"packets": int(allocated.sum()), "bytes": int(E.pkt["size"][allocated].sum())},
+        )
+
+
+def _failure_records(sc: Scenario, P) -> list:
+    out = []
+    topo = sc.topo
+    for k, f in enumerate(sc.failures):
+        ports = sorted(set(f.ports) | {int(topo.port[q]["peer"]) for q in f.ports})
+        last = int(P["watch_last"][ports].max()) if ports else 0
+        hits = int(P["watch_hits"][ports].sum()) if ports else 0
+        out.append({"index": k, "kind": f.kind, "target": f.target, "at_us": f.at_us, "ports": ports,
+                    "duration_us": f.duration_us, "packets_directed": hits,
+                    "last_packet_us": last / US if hits else None})
+    return out
+
+
+def peak_rss_mb() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return r / 1024.0 if sys.platform != "darwin" else r / 2**20
+
+
+class _Progress:
+    """A rich progress bar: simulated time, flows ended, events/s, ETA (only on a terminal, or when asked)."""
+
+    def __init__(self, on: bool, end_ps: int, n_flows: int):
+        self.on = on
+        self.end_ps = end_ps
+        self.n_flows = n_flows
+        self.p = None
+        if on:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+            self.p = Progress(TextColumn("[bold]emu[/]"), BarColumn(), TextColumn("{task.fields[info]}"),
+                              TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), transient=False)
+            self.p.start()
+            self.task = self.p.add_task("run", total=1000, info="")
+
+    def update(self, E, wall):
+        if not self.p:
+            return
+        now = int(E.S[ST.S_NOW])
+        ended = int(E.S[ST.S_FLOWS_ENDED])
+        frac = max(now / self.end_ps if self.end_ps else 0.0, ended / self.n_flows if self.n_flows else 0.0)
+        ev = int(E.S[ST.S_EVENTS])
+        info = (f"sim {now / US:,.1f} us  flows {ended}/{self.n_flows}  "
+                f"{ev / wall / 1e6 if wall > 0 else 0:.2f} M ev/s")
+        self.p.update(self.task, completed=int(1000 * min(frac, 1.0)), info=info)
+
+    def close(self):
+        if self.p:
+            self.p.stop()

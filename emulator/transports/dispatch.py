@@ -1,0 +1,81 @@
+"""The transport interface the engine calls, one `elif` per transport (selected by ``ep.tcode``).
+
+A transport is a module of compiled functions over its own state table(s),
+bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
+
+- ``flow_start(E, F, T, f, now)``: flow f (whose sending endpoint is
+  ``E.flow[f].ep``) starts now;
+- ``tx_next(E, F, T, ep, now, q, allow_data, i)``: NIC port q is free; build
+  this endpoint's next packet into pool row i (``pool.pkt_new`` + a route +
+  the ``E.hdr[i]`` header row) and return 1, or return 0. ``allow_data`` is
+  0 while PFC pauses the port's data priority;
+- ``ready_at(E, F, T, ep, now)``: when it will next have a packet (``NEVER``:
+  nothing). The NIC keeps it in its ports' rings while this is <= now;
+- ``next_deadline(E, F, T, ep)``: its earliest timer (``NEVER``: none);
+- ``on_rx(E, F, T, ep, i, now)``: packet i (``E.pkt[i]``, ``E.hdr[i]``)
+  arrived for it; the engine frees the row afterwards;
+- ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
+  what is due, nothing else).
+
+Completion is reported with `flows.send_done` / `recv_done` / `failed`.
+Adding a transport: its module, a field in `Transports`, a code below, one
+`elif` in each function, and its Python setup in `transports/__init__.py`.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from mrc.emulator._jit import njit
+from mrc.emulator.state import NEVER
+from mrc.emulator.transports import roce
+
+TP_NONE = 0
+TP_ROCE = 1
+
+Transports = namedtuple("Transports", ["roce", "roce_p"])
+Transports.__doc__ = "State of every transport (unused ones hold empty tables, so one compiled loop serves all)."
+
+
+@njit
+def flow_start(E, F, T, f, now):
+    c = E.ep[E.flow[f]["ep"]]["tcode"]
+    if c == TP_ROCE:
+        roce.flow_start(E, F, T.roce, T.roce_p, f, now)
+
+
+@njit(inline="always")
+def tx_next(E, F, T, ep, now, q, allow_data, i):
+    c = E.ep[ep]["tcode"]
+    if c == TP_ROCE:
+        return roce.tx_next(E, F, T.roce, T.roce_p, ep, now, q, allow_data, i)
+    return 0
+
+
+@njit(inline="always")
+def ready_at(E, F, T, ep, now):
+    c = E.ep[ep]["tcode"]
+    if c == TP_ROCE:
+        return roce.ready_at(E, T.roce, T.roce_p, ep, now)
+    return NEVER
+
+
+@njit(inline="always")
+def next_deadline(E, F, T, ep):
+    c = E.ep[ep]["tcode"]
+    if c == TP_ROCE:
+        return roce.next_deadline(E, T.roce, T.roce_p, ep)
+    return NEVER
+
+
+@njit(inline="always")
+def on_rx(E, F, T, ep, i, now):
+    c = E.ep[ep]["tcode"]
+    if c == TP_ROCE:
+        roce.on_rx(E, F, T.roce, T.roce_p, ep, i, now)
+
+
+@njit(inline="always")
+def on_timer(E, F, T, ep, now):
+    c = E.ep[ep]["tcode"]
+    if c == TP_ROCE:
+        roce.on_timer(E, F, T.roce, T.roce_p, ep, now)

@@ -1,0 +1,404 @@
+"""`roce-ecmp`: RoCEv2 RC as deployed today, the baseline MRC is measured against.
+
+One flow = one RC QP pair: a requester endpoint on the source host (RDMA
+WRITE packets FIRST / MIDDLE / LAST / ONLY) and a responder endpoint on the
+destination (ACK, NAK, CNP). Behaviour (IBTA RoCEv2; parameters in
+`DEFAULTS`, documented in docs/emulator.md):
+
+- one path per QP: ECMP hashing of the 5-tuple, whose UDP source port is
+  drawn per QP (`setup`); or, with ``forwarding = "srv6"``, one static SRv6
+  path per QP (an EV drawn per QP, its carrier from `mrc.fabric`);
+- the responder accepts only the expected PSN. It ACKs every ``ack_every``
+  packets and the last packet of the message; on a gap it sends one NAK
+  (PSN sequence error, carrying the expected PSN) per gap and discards
+  out-of-order packets; a duplicate is re-ACKed and counted as a spurious
+  retransmission; a trimmed packet is discarded (RoCE NICs cannot use one);
+- go-back-N: on a NAK, or when the retransmission timer (``rto_us``) expires
+  with data outstanding, the requester resends from the first
+  unacknowledged PSN; after ``retry_cnt`` timeouts without progress the QP
+  goes to the error state and the flow is reported failed;
+- DCQCN (`dcqcn`): the responder returns a CNP for a CE-marked packet, at
+  most one per ``cnp_interval_us`` per QP; the requester paces its packets
+  at its current rate;
+- ``window`` (packets, 0 = none) optionally caps the PSNs in flight.
+
+Lossless (PFC) or lossy is a fabric setting (``[switch] pfc``); `roce-ecmp`
+asks for PFC and last-hop ECN marking by default (`SWITCH_DEFAULTS`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.emulator._jit import njit
+from mrc.emulator import flows
+from mrc.emulator import state as ST
+from mrc.emulator.pool import pkt_new, pkt_route_ecmp, pkt_route_srv6
+from mrc.emulator.state import NEVER
+from mrc.emulator.transports import dcqcn
+from mrc.units import serialization_ps
+from mrc.wire import constants as C
+from mrc.wire.constants import Opcode
+
+ROLE_REQ = 0
+ROLE_RESP = 1
+
+HDR_BYTES = C.IPV6_LEN + C.UDP_LEN + C.BTH_LEN + C.ICRC_LEN  # 64
+RETH_BYTES = C.RETH_LEN  # on WRITE FIRST / ONLY
+ACK_BYTES = HDR_BYTES + C.AETH_LEN  # 68
+CNP_BYTES = HDR_BYTES + C.CNP_PAD_LEN  # 80
+AETH_ACK = 0x1F  # syndrome: ACK, credit count invalid
+AETH_NAK_SEQ = 0x60  # syndrome: NAK, PSN sequence error
+
+OP_FIRST = int(Opcode.RC_RDMA_WRITE_FIRST)
+OP_MIDDLE = int(Opcode.RC_RDMA_WRITE_MIDDLE)
+OP_LAST = int(Opcode.RC_RDMA_WRITE_LAST)
+OP_ONLY = int(Opcode.RC_RDMA_WRITE_ONLY)
+OP_ACK = int(Opcode.RC_ACKNOWLEDGE)
+OP_CNP = int(Opcode.CNP)
+PSN_MASK = 0xFFFFFF
+
+ROCE = np.dtype([
+    # both ends
+    ("size", np.int64),  # message bytes
+    ("n_pkts", np.int64),
+    ("hi", np.uint64),  # SRv6 carrier of this QP's path (forwarding = "srv6")
+    ("lo", np.uint64),
+    ("ev", np.int64),
+    ("flow", np.int32),
+    ("peer", np.int32),
+    ("host", np.int32),
+    ("peer_host", np.int32),
+    ("sport", np.int32),
+    ("flow_label", np.int32),
+    ("role", np.int8),
+    ("plane", np.int8),
+    ("active", np.int8),
+    # requester
+    ("snd_nxt", np.int64),
+    ("snd_una", np.int64),
+    ("max_sent", np.int64),
+    ("next_send", np.int64),
+    ("rto_at", np.int64),
+    ("rate", np.int64),  # DCQCN current rate Rc, bits/s
+    ("target", np.int64),  # DCQCN target rate Rt
+    ("alpha", np.float64),
+    ("alpha_t", np.int64),
+    ("last_dec", np.int64),
+    ("inc_at", np.int64),
+    ("bc_bytes", np.int64),
+    ("t_cnt", np.int32),
+    ("bc_cnt", np.int32),
+    ("retries", np.int32),
+    ("alpha_cnp", np.int8),
+    # responder
+    ("epsn", np.int64),
+    ("last_cnp", np.int64),
+    ("unacked", np.int32),
+    ("nak_sent", np.int8),
+    ("ack_pending", np.int8),
+    ("nak_pending", np.int8),
+    ("cnp_pending", np.int8),
+], align=True)
+
+RP = np.dtype([
+    ("mtu", np.int64),  # payload bytes per packet
+    ("ack_every", np.int64),
+    ("rto", np.int64),  # ps
+    ("retry_cnt", np.int64),
+    ("window", np.int64),
+    ("dcqcn", np.int64),
+    ("line_rate", np.int64),
+    ("min_rate", np.int64),
+    ("rai", np.int64),
+    ("rhai", np.int64),
+    ("g", np.float64),
+    ("alpha_init", np.float64),
+    ("alpha_ps", np.int64),
+    ("dec_ps", np.int64),
+    ("inc_ps", np.int64),
+    ("F", np.int64),
+    ("bc", np.int64),
+    ("cnp_interval", np.int64),
+    ("framing", np.int64),
+    ("dscp_data", np.int64),
+    ("dscp_ctrl", np.int64),
+    ("fwd", np.int64),
+], align=True)
+
+
+@njit(inline="always")
+def _abs_psn(psn24, ref):
+    """The absolute PSN nearest `ref` whose low 24 bits are `psn24`."""
+    d = (np.int64(psn24) - (ref & PSN_MASK)) & PSN_MASK
+    if d >= 0x800000:
+        d -= 0x1000000
+    return ref + d
+
+
+@njit(inline="always")
+def _hdr(E, i, opcode, psn, dqpn, payload, ev):
+    """Every header field either end reads (pool rows are not zeroed)."""
+    h = E.hdr[i]
+    h["opcode"] = opcode
+    h["psn"] = psn & PSN_MASK
+    h["dqpn"] = dqpn
+    h["payload_len"] = payload
+    h["ev"] = ev
+    h["ackreq"] = 0
+    h["rtx"] = 0
+    h["becn"] = 0
+    h["aeth_syndrome"] = 0
+    h["dma_len"] = 0
+
+
+@njit(inline="always")
+def _route(E, r, i, rp):
+    if rp["fwd"] == ST.FWD_SRV6:
+        pkt_route_srv6(E, i, r["hi"], r["lo"])
+    else:
+        pkt_route_ecmp(E, i, r["sport"], r["flow_label"])
+
+
+@njit
+def flow_start(E, F, R, RPa, f, now):
+    rp = RPa[0]
+    ep = E.flow[f]["ep"]
+    r = R[ep]
+    size = E.flow[f]["size"]
+    n = (size + rp["mtu"] - 1) // rp["mtu"]
+    s = R[r["peer"]]
+    r["size"] = size
+    r["n_pkts"] = n
+    r["active"] = 1
+    s["size"] = size
+    s["n_pkts"] = n
+    s["active"] = 1
+    r["snd_nxt"] = 0
+    r["snd_una"] = 0
+    r["max_sent"] = 0
+    r["next_send"] = now
+    r["rto_at"] = NEVER
+    r["rate"] = rp["line_rate"]
+    r["target"] = rp["line_rate"]
+    r["alpha"] = rp["alpha_init"]
+    r["alpha_t"] = now
+    r["alpha_cnp"] = 0
+    r["last_dec"] = -1
+    r["inc_at"] = NEVER
+    r["bc_bytes"] = 0
+    r["t_cnt"] = 0
+    r["bc_cnt"] = 0
+    r["retries"] = 0
+    s["epsn"] = 0
+    s["last_cnp"] = -1
+    s["unacked"] = 0
+    s["nak_sent"] = 0
+    s["ack_pending"] = 0
+    s["nak_pending"] = 0
+    s["cnp_pending"] = 0
+
+
+@njit(inline="always")
+def _can_send_data(r, rp):
+    if r["active"] == 0 or r["snd_nxt"] >= r["n_pkts"]:
+        return False
+    return rp["window"] <= 0 or r["snd_nxt"] - r["snd_una"] < rp["window"]
+
+
+@njit(inline="always")
+def ready_at(E, R, RPa, ep, now):
+    """When this endpoint next has a packet for the NIC (NEVER: nothing)."""
+    r = R[ep]
+    if r["role"] == ROLE_RESP:
+        if r["cnp_pending"] or r["nak_pending"] or r["ack_pending"]:
+            return now
+        return NEVER
+    if not _can_send_data(r, RPa[0]):
+        return NEVER
+    return r["next_send"] if r["next_send"] > now else now
+
+
+@njit(inline="always")
+def next_deadline(E, R, RPa, ep):
+    r = R[ep]
+    if r["role"] == ROLE_RESP or r["active"] == 0:
+        return NEVER
+    return r["rto_at"] if r["rto_at"] < r["inc_at"] else r["inc_at"]
+
+
+@njit(inline="always")
+def _control(E, R, rp, ep, i, opcode, size, psn, now):
+    r = R[ep]
+    pkt_new(E, i, r["host"], r["peer_host"], r["peer"], r["flow"], r["plane"], size, ST.CLS_CTRL,
+            ST.ECN_NOT_ECT, rp["dscp_ctrl"], now)
+    _route(E, r, i, rp)
+    _hdr(E, i, opcode, psn, r["peer"], 0, r["ev"])
+
+
+@njit(inline="always")
+def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
+    """Build this endpoint's next packet into pool row i; returns 1 if built."""
+    rp = RPa[0]
+    r = R[ep]
+    if r["role"] == ROLE_RESP:
+        if r["cnp_pending"]:
+            _control(E, R, rp, ep, i, OP_CNP, CNP_BYTES, 0, now)
+            E.hdr[i]["becn"] = 1
+            r["cnp_pending"] = 0
+            r["last_cnp"] = now
+            E.ctr[ST.C_CNPS] += 1
+            return 1
+        if r["nak_pending"]:
+            _control(E, R, rp, ep, i, OP_ACK, ACK_BYTES, r["epsn"], now)
+            E.hdr[i]["aeth_syndrome"] = AETH_NAK_SEQ
+            r["nak_pending"] = 0
+            E.ctr[ST.C_NAKS] += 1
+            return 1
+        if r["ack_pending"]:
+            _control(E, R, rp, ep, i, OP_ACK, ACK_BYTES, r["epsn"] - 1, now)
+            E.hdr[i]["aeth_syndrome"] = AETH_ACK
+            r["ack_pending"] = 0
+            r["unacked"] = 0
+            E.ctr[ST.C_ACKS] += 1
+            return 1
+        return 0
+    if not allow_data or not _can_send_data(r, rp) or r["next_send"] > now:
+        return 0
+    psn = r["snd_nxt"]
+    n = r["n_pkts"]
+    mtu = rp["mtu"]
+    payload = mtu if psn < n - 1 else r["size"] - mtu * (n - 1)
+    if n == 1:
+        op = OP_ONLY
+    elif psn == 0:
+        op = OP_FIRST
+    elif psn == n - 1:
+        op = OP_LAST
+    else:
+        op = OP_MIDDLE
+    size = HDR_BYTES + payload + (RETH_BYTES if (op == OP_FIRST or op == OP_ONLY) else 0)
+    ecn = ST.ECN_ECT0 if rp["dcqcn"] != 0 else ST.ECN_NOT_ECT
+    pkt_new(E, i, r["host"], r["peer_host"], r["peer"], r["flow"], r["plane"], size, ST.CLS_DATA, ecn,
+            rp["dscp_data"], now)
+    _route(E, r, i, rp)
+    _hdr(E, i, op, psn, r["peer"], payload, r["ev"])
+    h = E.hdr[i]
+    h["ackreq"] = 1 if (op == OP_LAST or op == OP_ONLY) else 0
+    if op == OP_FIRST or op == OP_ONLY:
+        h["dma_len"] = r["size"]
+    if psn < r["max_sent"]:
+        h["rtx"] = 1
+        E.ctr[ST.C_RETX] += 1
+        E.flow[r["flow"]]["retx"] += 1
+    r["snd_nxt"] = psn + 1
+    if psn + 1 > r["max_sent"]:
+        r["max_sent"] = psn + 1
+    E.ctr[ST.C_DATA_PKTS] += 1
+    E.ctr[ST.C_PAYLOAD_SENT] += payload
+    r["next_send"] = now + serialization_ps(size + rp["framing"], r["rate"])
+    if rp["dcqcn"] != 0:
+        dcqcn.on_sent(r, rp, size)
+    if r["rto_at"] == NEVER:
+        r["rto_at"] = now + rp["rto"]
+    return 1
+
+
+@njit(inline="always")
+def _on_data(E, R, rp, ep, i, now):
+    r = R[ep]
+    if r["active"] == 0:
+        return
+    p = E.pkt[i]
+    h = E.hdr[i]
+    if p["trim"] != 0:
+        E.ctr[ST.C_RX_TRIMMED] += 1
+        return
+    if rp["dcqcn"] != 0 and p["ecn"] == ST.ECN_CE and r["cnp_pending"] == 0:
+        if r["last_cnp"] < 0 or now - r["last_cnp"] >= rp["cnp_interval"]:
+            r["cnp_pending"] = 1
+    psn = _abs_psn(h["psn"], r["epsn"])
+    if psn == r["epsn"]:
+        r["epsn"] = psn + 1
+        r["nak_sent"] = 0
+        r["unacked"] += 1
+        E.ctr[ST.C_GOODPUT_BYTES] += h["payload_len"]
+        if r["epsn"] >= r["n_pkts"]:
+            flows.recv_done(E, r["flow"], now)
+            r["ack_pending"] = 1
+        elif r["unacked"] >= rp["ack_every"] or h["ackreq"] != 0:
+            r["ack_pending"] = 1
+    elif psn > r["epsn"]:
+        E.ctr[ST.C_OOO_DISCARD] += 1
+        if r["nak_sent"] == 0:
+            r["nak_pending"] = 1
+            r["nak_sent"] = 1
+    else:
+        E.ctr[ST.C_SPURIOUS] += 1
+        r["ack_pending"] = 1
+
+
+@njit(inline="always")
+def _on_ack(E, R, rp, ep, i, now):
+    r = R[ep]
+    if r["active"] == 0:
+        return
+    h = E.hdr[i]
+    a = _abs_psn(h["psn"], r["snd_una"])
+    if h["aeth_syndrome"] == AETH_NAK_SEQ:
+        una = a  # everything before the expected PSN arrived
+        if una < r["snd_una"] or una > r["max_sent"]:
+            return
+        r["snd_nxt"] = una
+    else:
+        una = a + 1
+        if una <= r["snd_una"] or una > r["max_sent"]:
+            return
+        if r["snd_nxt"] < una:
+            r["snd_nxt"] = una
+    if una > r["snd_una"]:
+        r["retries"] = 0
+    r["snd_una"] = una
+    if una >= r["n_pkts"]:
+        r["active"] = 0
+        r["rto_at"] = NEVER
+        flows.send_done(E, r["flow"], now)
+        return
+    r["rto_at"] = now + rp["rto"] if una < r["max_sent"] else NEVER
+
+
+@njit(inline="always")
+def on_rx(E, F, R, RPa, ep, i, now):
+    rp = RPa[0]
+    op = E.hdr[i]["opcode"]
+    if R[ep]["role"] == ROLE_RESP:
+        _on_data(E, R, rp, ep, i, now)
+    elif op == OP_ACK:
+        _on_ack(E, R, rp, ep, i, now)
+    elif op == OP_CNP:
+        r = R[ep]
+        if r["active"] != 0 and rp["dcqcn"] != 0:
+            dcqcn.on_cnp(r, rp, now)
+
+
+@njit(inline="always")
+def on_timer(E, F, R, RPa, ep, now):
+    rp = RPa[0]
+    r = R[ep]
+    if r["role"] == ROLE_RESP or r["active"] == 0:
+        return
+    if now >= r["rto_at"]:
+        if r["snd_una"] < r["max_sent"]:
+            r["retries"] += 1
+            E.ctr[ST.C_TIMEOUTS] += 1
+            if r["retries"] > rp["retry_cnt"]:
+                r["active"] = 0
+                r["rto_at"] = NEVER
+                R[r["peer"]]["active"] = 0
+                flows.failed(E, r["flow"], now, ST.WHY_RETRY_EXCEEDED)
+                return
+            r["snd_nxt"] = r["snd_una"]
+            r["rto_at"] = now + rp["rto"]
+        else:
+            r["rto_at"] = NEVER
+    if rp["dcqcn"] != 0:
+        dcqcn.on_timer(r, rp, now)

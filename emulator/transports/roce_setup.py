@@ -1,0 +1,200 @@
+"""Python side of `roce-ecmp`: parameters (documented defaults), endpoints, paths, ideal FCTs.
+
+Parameters (``[transport]`` keys; sources in brackets):
+
+===================  ===============  =============================================
+key                  default          meaning
+===================  ===============  =============================================
+mtu                  4096             payload bytes per packet (RoCE path MTU)
+lossless             true             PFC on the fabric (lossless RoCE, as deployed)
+forwarding           "ecmp"           "ecmp": 5-tuple hashing; "srv6": one static
+                                      SRv6 path per QP
+ack_every            1                ACK every N packets (ns-3 HPCC L2_ACK_INTERVAL)
+rto_us               1000             retransmission timeout (ours: in the order of
+                                      ConnectX adaptive retransmission, far below the
+                                      verbs timeout NCCL uses)
+retry_cnt            7                timeouts without progress before the QP errors
+                                      (IBTA maximum)
+window               0                max PSNs in flight (0: no limit, RoCE default)
+dcqcn                true             DCQCN rate control (and ECN-capable packets)
+dcqcn_g              1/256            alpha gain [ns-3 HPCC run.py]
+dcqcn_alpha_us       1                alpha update interval [ns-3 HPCC]
+dcqcn_dec_us         4                min time between rate decreases [ns-3 HPCC]
+dcqcn_inc_us         300              rate-increase timer [ns-3 HPCC]
+dcqcn_f              5                fast-recovery stages [DCQCN paper, ns-3 HPCC]
+dcqcn_bc_bytes       0                byte counter (0: off, timer only as ns-3 HPCC;
+                                      the paper uses 10 MB)
+dcqcn_rai_mbps       5 x Gb/s / 25    additive increase [ns-3 HPCC: 5 Mb/s at 25G]
+dcqcn_rhai_mbps      50 x Gb/s / 25   hyper increase [ns-3 HPCC: 50 Mb/s at 25G]
+dcqcn_min_rate_mbps  100              rate floor (ours)
+dcqcn_alpha_init     1.0              initial alpha [DCQCN paper]
+cnp_interval_us      4                min time between CNPs of one QP (ours: one per
+                                      rate-decrease interval)
+trimmable            false            mark data DSCP_TRIMMABLE instead of DSCP_NO_TRIM
+                                      (RoCE receivers discard trimmed packets: for
+                                      experiments with trimming switches)
+===================  ===============  =============================================
+
+Each QP's UDP source port is drawn from the ephemeral range 49152-65535 and its
+plane (NIC port) uniformly, from the run's seed; the flow label is 0. The
+responder's ACKs use their own source port (the reverse direction is its own
+5-tuple).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc._jit import njit
+from mrc.emulator import state as ST
+from mrc.emulator.keys import Table
+from mrc.emulator.transports import roce
+from mrc.emulator.transports.dispatch import TP_ROCE
+from mrc.fabric.ecmp import ecmp_route
+from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_carrier, ev_route
+from mrc.units import US, serialization_ps
+
+NAME = "roce-ecmp"
+DESCRIPTION = "RoCEv2 RC: one ECMP path per QP, go-back-N, DCQCN; lossless (PFC) or lossy"
+
+
+def parse(t: Table, topo) -> dict:
+    g = topo.spec.link_gbps
+    p = dict(
+        mtu=t.int("mtu", 4096, lo=64, hi=65536),
+        lossless=t.bool("lossless", True),
+        forwarding=t.choice("forwarding", ("ecmp", "srv6"), "ecmp"),
+        ack_every=t.int("ack_every", 1, lo=1),
+        rto_us=t.num("rto_us", 1000.0, lo=0, lo_open=True),
+        retry_cnt=t.int("retry_cnt", 7, lo=0, hi=7),
+        window=t.int("window", 0, lo=0),
+        dcqcn=t.bool("dcqcn", True),
+        dcqcn_g=t.num("dcqcn_g", 1 / 256, lo=0, hi=1, lo_open=True),
+        dcqcn_alpha_us=t.num("dcqcn_alpha_us", 1.0, lo=0, lo_open=True),
+        dcqcn_dec_us=t.num("dcqcn_dec_us", 4.0, lo=0),
+        dcqcn_inc_us=t.num("dcqcn_inc_us", 300.0, lo=0, lo_open=True),
+        dcqcn_f=t.int("dcqcn_f", 5, lo=0),
+        dcqcn_bc_bytes=t.int("dcqcn_bc_bytes", 0, lo=0),
+        dcqcn_rai_mbps=t.num("dcqcn_rai_mbps", 5.0 * g / 25, lo=0),
+        dcqcn_rhai_mbps=t.num("dcqcn_rhai_mbps", 50.0 * g / 25, lo=0),
+        dcqcn_min_rate_mbps=t.num("dcqcn_min_rate_mbps", 100.0, lo=0, lo_open=True),
+        dcqcn_alpha_init=t.num("dcqcn_alpha_init", 1.0, lo=0, hi=1),
+        cnp_interval_us=t.num("cnp_interval_us", 4.0, lo=0),
+        trimmable=t.bool("trimmable", False),
+    )
+    if p["dcqcn_min_rate_mbps"] * 1e6 > g * 1e9:
+        from mrc.errors import ConfigError
+        raise ConfigError(t.key("dcqcn_min_rate_mbps"), p["dcqcn_min_rate_mbps"], f"above the {g:g} Gb/s link rate")
+    return p
+
+
+def switch_defaults(p: dict) -> dict:
+    """The fabric settings this transport expects unless the scenario sets them."""
+    return {"pfc": p["lossless"], "ecn_last_hop": True, "trim": False}
+
+
+def check_switch(p: dict, sw) -> None:
+    from mrc.errors import ConfigError
+    if p["lossless"] and not sw.pfc:
+        raise ConfigError("switch.pfc", False, "transport.lossless = true needs PFC on the fabric")
+    if not p["lossless"] and sw.pfc:
+        raise ConfigError("switch.pfc", True, "transport.lossless = false: a lossy RoCE fabric has no PFC")
+
+
+@njit
+def _paths(F, src, dst, plane, sport, fwd, ev, sizes, mtu, framing, lat, ideal, hi, lo):
+    """Per QP: the SRv6 carrier (srv6) and the ideal FCT over its path (see docs/emulator.md)."""
+    out = np.empty(MAX_ROUTE_PORTS, np.int64)
+    for f in range(src.shape[0]):
+        if fwd == ST.FWD_SRV6:
+            n = ev_route(F, src[f], dst[f], ev[f], out)
+            h, l = ev_carrier(F, src[f], dst[f], ev[f])
+            hi[f] = h
+            lo[f] = l
+        else:
+            n = ecmp_route(F, src[f], dst[f], plane[f], sport[f], 0, 17, out)
+        size = sizes[f]
+        npk = (size + mtu - 1) // mtu
+        last = size - mtu * (npk - 1)
+        rate0 = F.port[out[0]]["rate"]
+        if npk == 1:
+            first = roce.HDR_BYTES + roce.RETH_BYTES + last
+            t = serialization_ps(first + framing, rate0)
+            big = first
+        else:
+            first = roce.HDR_BYTES + roce.RETH_BYTES + mtu
+            mid = roce.HDR_BYTES + mtu
+            t = serialization_ps(first + framing, rate0) + (npk - 2) * serialization_ps(mid + framing, rate0)
+            t += serialization_ps(roce.HDR_BYTES + last + framing, rate0)
+            big = first
+        for k in range(n):
+            q = out[k]
+            r = F.port[q]["rate"]
+            d = F.port[q]["delay"]
+            t += 2 * d + serialization_ps(roce.ACK_BYTES + framing, r)
+            if k < n - 1:
+                t += 2 * lat
+            if k > 0:
+                t += serialization_ps(big + framing, r)
+        ideal[f] = t
+
+
+def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
+    """Endpoints (2 per flow), the ROCE table, its parameter row, and each flow's ideal FCT."""
+    nf = len(flows)
+    P = topo.n_planes
+    ep = np.zeros(2 * nf, ST.EP)
+    ep["timer_at"] = ST.NEVER
+    ep["tcode"] = TP_ROCE
+    R = np.zeros(2 * nf, roce.ROCE)
+    src = flows["src"].astype(np.int64)
+    dst = flows["dst"].astype(np.int64)
+    plane = rng.integers(0, P, nf) if P > 1 else np.zeros(nf, np.int64)
+    sport_req = rng.integers(49152, 65536, nf)
+    sport_resp = rng.integers(49152, 65536, nf)
+    fwd = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_ECMP
+    ev = np.zeros(nf, np.int64)
+    if fwd == ST.FWD_SRV6:
+        fmt = topo.ev_format
+        choices = [rng.integers(0, f.count, nf) for f in fmt.fields[1:]]
+        ev = np.array([topo.make_ev(int(plane[k]), *(int(c[k]) for c in choices)) for k in range(nf)], np.int64)
+    req = np.arange(0, 2 * nf, 2)
+    resp = req + 1
+    ep["host"][req], ep["host"][resp] = src, dst
+    ep["peer"][req], ep["peer"][resp] = resp, req
+    ep["flow"][req] = ep["flow"][resp] = np.arange(nf)
+    ep["planes"][req] = ep["planes"][resp] = 1 << plane
+    flows["ep"] = req
+    R["role"][req], R["role"][resp] = roce.ROLE_REQ, roce.ROLE_RESP
+    R["flow"][req] = R["flow"][resp] = np.arange(nf)
+    R["peer"][req], R["peer"][resp] = resp, req
+    R["host"][req], R["host"][resp] = src, dst
+    R["peer_host"][req], R["peer_host"][resp] = dst, src
+    R["plane"][req] = R["plane"][resp] = plane
+    R["sport"][req], R["sport"][resp] = sport_req, sport_resp
+    R["ev"][req] = R["ev"][resp] = ev
+    R["rto_at"] = ST.NEVER
+    R["inc_at"] = ST.NEVER
+    R["last_cnp"] = -1
+    F = topo.arrays
+    ideal = np.zeros(nf, np.int64)
+    hi = np.zeros(nf, np.uint64)
+    lo = np.zeros(nf, np.uint64)
+    _paths(F, src, dst, plane.astype(np.int64), sport_req.astype(np.int64), fwd, ev, flows["size"].astype(np.int64),
+           p["mtu"], sw.framing_bytes, cfg_switch_latency_ps, ideal, hi, lo)
+    if fwd == ST.FWD_SRV6:
+        hi_r = np.zeros(nf, np.uint64)
+        lo_r = np.zeros(nf, np.uint64)
+        _paths(F, dst, src, plane.astype(np.int64), sport_resp.astype(np.int64), fwd, ev,
+               np.ones(nf, np.int64), p["mtu"], sw.framing_bytes, 0, np.zeros(nf, np.int64), hi_r, lo_r)
+        R["hi"][req], R["lo"][req], R["hi"][resp], R["lo"][resp] = hi, lo, hi_r, lo_r
+    rp = np.zeros(1, roce.RP)
+    line = int(topo.port[0]["rate"])
+    rp[0] = np.array((
+        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), p["retry_cnt"], p["window"], int(p["dcqcn"]),
+        line, int(p["dcqcn_min_rate_mbps"] * 1e6), int(p["dcqcn_rai_mbps"] * 1e6), int(p["dcqcn_rhai_mbps"] * 1e6),
+        p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, int(round(p["dcqcn_alpha_us"] * US))),
+        int(round(p["dcqcn_dec_us"] * US)), int(round(p["dcqcn_inc_us"] * US)), p["dcqcn_f"], p["dcqcn_bc_bytes"],
+        int(round(p["cnp_interval_us"] * US)), sw.framing_bytes, sw.dscp.data if p["trimmable"] else sw.dscp.no_trim,
+        sw.dscp.control, fwd,
+    ), dtype=roce.RP)
+    return ep, {"roce": R, "roce_p": rp}, ideal

@@ -1,0 +1,117 @@
+"""Workloads: the flows of a run, with their start times, triggers and collectives.
+
+A scenario has one ``[workload]`` table, or several ``[[workload]]`` jobs on
+disjoint host sets sharing the fabric (each with ``hosts``). Kinds
+(`generators`): ``flows``, ``permutation``, ``all-to-all``,
+``allreduce-ring``, ``incast``, ``poisson``, ``cm`` (htsim connection
+matrices, `cm`). Host numbers inside a job are job-local (0 .. len(hosts)-1;
+without ``hosts`` they are the fabric's host ids).
+
+`build` returns a `FlowSet`: the `state.FLOW` rows (``ep`` and ``ideal``
+still to be filled by the transport), the htsim-style triggers, and the
+collectives (name, flows) whose completion time is reported.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from mrc.emulator import state as ST
+from mrc.errors import ConfigError
+from mrc.units import US
+
+
+@dataclasses.dataclass
+class Collective:
+    name: str
+    job: int
+    kind: str
+    flows: np.ndarray  # flow indices
+
+
+@dataclasses.dataclass
+class FlowSet:
+    flows: np.ndarray  # state.FLOW
+    trig: np.ndarray  # state.TRIG
+    trig_tgt: np.ndarray  # int32
+    collectives: list[Collective]
+
+    @property
+    def max_fanout(self) -> int:
+        return int(self.trig["n"].max()) if len(self.trig) else 0
+
+
+class Builder:
+    """Collects flows and triggers of every job (global host ids, integer picoseconds)."""
+
+    KINDS = {"oneshot": ST.TRIG_ONESHOT, "multishot": ST.TRIG_MULTISHOT, "barrier": ST.TRIG_BARRIER}
+
+    def __init__(self):
+        self.rows: list[tuple] = []
+        self.trig_kind: list[int] = []
+        self.trig_count: list[int] = []
+        self.collectives: list[Collective] = []
+
+    def flow(self, src, dst, size, start_us=None, job=0, coll=-1, cm_id=0, trigger=-1, send_trig=-1,
+             recv_trig=-1) -> int:
+        if src == dst:
+            raise ValueError("flow from a host to itself")
+        start = -1 if start_us is None else int(round(start_us * US))
+        self.rows.append((int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig, recv_trig))
+        return len(self.rows) - 1
+
+    def trigger(self, kind: str, count: int = 0) -> int:
+        self.trig_kind.append(self.KINDS[kind])
+        self.trig_count.append(int(count))
+        return len(self.trig_kind) - 1
+
+    def collective(self, name, job, kind, flows) -> int:
+        self.collectives.append(Collective(name, job, kind, np.asarray(flows, np.int64)))
+        return len(self.collectives) - 1
+
+    def build(self) -> FlowSet:
+        n = len(self.rows)
+        fl = np.zeros(n, ST.FLOW)
+        if n:
+            a = np.array(self.rows, dtype=np.int64)
+            fl["src"], fl["dst"], fl["size"], fl["start"] = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+            fl["job"], fl["coll"], fl["cm_id"], fl["trigger"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
+            fl["send_trig"], fl["recv_trig"] = a[:, 8], a[:, 9]
+        fl["t_start"] = fl["t_send_done"] = fl["t_recv_done"] = -1
+        fl["ep"] = -1
+        nt = len(self.trig_kind)
+        trig = np.zeros(nt, ST.TRIG)
+        trig["kind"] = self.trig_kind
+        trig["remaining"] = self.trig_count
+        trig["t_fired"] = -1
+        tgt = np.zeros(0, np.int32)
+        if nt:
+            owners = fl["trigger"]
+            order = np.argsort(owners, kind="stable")
+            order = order[owners[order] >= 0]
+            counts = np.bincount(owners[order], minlength=nt)
+            trig["n"] = counts
+            trig["first"] = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            tgt = order.astype(np.int32)
+        return FlowSet(fl, trig, tgt, self.collectives)
+
+
+def build(jobs, topo, rng: np.random.Generator) -> FlowSet:
+    """Flows of every job (see `generators`); checks that job host sets are disjoint."""
+    from mrc.emulator.workloads import generators
+
+    b = Builder()
+    owner: dict[int, int] = {}
+    for job in jobs:
+        hosts = job.hosts if job.hosts is not None else list(range(topo.n_hosts))
+        for h in hosts:
+            if h in owner:
+                raise ConfigError(f"{job.where}.hosts", job.hosts_given,
+                                  f"host {h} also belongs to workload[{owner[h]}]: jobs need disjoint hosts")
+            owner[h] = job.index
+        generators.generate(b, job, np.asarray(hosts, np.int64), topo, rng)
+    fs = b.build()
+    if len(fs.flows) == 0:
+        raise ConfigError("workload", None, "the workload has no flows")
+    return fs

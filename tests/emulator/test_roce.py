@@ -1,0 +1,151 @@
+"""roce-ecmp: go-back-N, timeouts, spurious retransmissions, DCQCN, lossless and lossy modes, window."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrc.emulator import state as ST
+from mrc.emulator.transports import dcqcn, roce
+from mrc.errors import ConfigError
+from mrc.emulator import scenario
+from tests.emulator.helpers import flow, make, run
+
+
+def test_go_back_n_recovers_from_random_loss():
+    data = make(workload={"kind": "flows", "flows": [flow(0, 15, 2_000_000), flow(4, 11, 2_000_000)]},
+                transport={"lossless": False},
+                failures=[{"kind": "gray-loss", "at_us": 0.0, "probability": 0.02, "link": ["h0", "p0.t0.0"]}])
+    r, s, _ = run(data)
+    c = s["counters"]
+    assert s["flows"]["completed"] == 2
+    assert c["naks"] > 0 and c["out_of_order_discarded"] > 0
+    # go-back-N resends everything after the hole: more retransmissions than losses
+    assert c["retransmissions"] > c["drops_gray"]
+    assert r.flows[0]["retx"] == c["retransmissions"] and r.flows[1]["retx"] == 0
+    assert c["goodput_bytes"] == 4_000_000
+
+
+def test_timeout_recovers_a_lost_tail_and_counts_spurious():
+    # the only packet is lost (gray loss for its first 2 us): recovered by the retransmission timer
+    data = make(workload={"kind": "flows", "flows": [flow(0, 15, 1000)]}, transport={"lossless": False,
+                "rto_us": 30.0}, failures=[{"kind": "gray-loss", "at_us": 0.0, "duration_us": 2.0,
+                                            "probability": 1.0, "link": ["h0", "p0.t0.0"]}])
+    r, s, _ = run(data)
+    c = s["counters"]
+    assert c["timeouts"] == 1 and c["retransmissions"] == 1 and c["spurious_retransmissions"] == 0
+    fct = r.flows[0]["t_send_done"] - r.flows[0]["t_start"]
+    assert fct == 30_000_000 + r.flows[0]["ideal"]
+    # a lost ACK instead (the data crossed the link at 3.35 us, its ACK leaves at 4.35 us): the data is
+    # resent although it arrived: a spurious retransmission
+    data["failures"][0].update(link=["h15", "p0.t0.3"], at_us=4.0, duration_us=10.0)
+    r2, s2, _ = run(data)
+    assert s2["counters"]["spurious_retransmissions"] == 1 and s2["counters"]["timeouts"] == 1
+
+
+def test_dcqcn_reacts_to_marks_with_cnps():
+    flows = [flow(h, 0, 1_000_000) for h in range(4, 12)]
+    r, s, simu = run(make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False}))
+    c = s["counters"]
+    assert c["ecn_marks"] > 0 and c["cnps"] > 0
+    R = simu.T.roce
+    assert (R["last_dec"][R["role"] == roce.ROLE_REQ] > 0).all()  # every sender cut its rate
+    r2, s2, _ = run(make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False,
+                                                                                "dcqcn": False}))
+    assert s2["counters"]["ecn_marks"] == 0 and s2["counters"]["cnps"] == 0  # packets not ECN-capable
+    assert s2["counters"]["drops_queue_full"] > s["counters"]["drops_queue_full"]
+
+
+def test_lossless_permutation_loses_nothing():
+    r, s, _ = run(make(workload={"kind": "permutation", "size_bytes": 500_000}))
+    assert s["counters"]["dropped_pkts"] == 0 and s["counters"]["retransmissions"] == 0
+    assert s["flows"]["completed"] == 16
+
+
+def test_window_limits_packets_in_flight():
+    r1, _, _ = run(make(workload={"kind": "flows", "flows": [flow(0, 15, 4096)]}))
+    rtt = r1.flows[0]["t_send_done"]
+    r, s, _ = run(make(workload={"kind": "flows", "flows": [flow(0, 15, 40 * 4096)]}, transport={"window": 1}))
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] >= 39 * rtt
+
+
+def test_lossless_needs_pfc():
+    with pytest.raises(ConfigError) as exc:
+        scenario.parse(make(switch={"pfc": False}), "t")
+    assert exc.value.key == "switch.pfc"
+    with pytest.raises(ConfigError) as exc:
+        scenario.parse(make(transport={"lossless": False}, switch={"pfc": True}), "t")
+    assert exc.value.key == "switch.pfc"
+
+
+@pytest.mark.parametrize("key,value", [("mtu", 10), ("retry_cnt", 8), ("forwarding", "spray"), ("rto_us", 0),
+                                       ("dcqcn_g", 0), ("ack_every", 0), ("colour", 1)])
+def test_bad_transport_keys(key, value):
+    with pytest.raises(ConfigError) as exc:
+        scenario.parse(make(transport={key: value}), "t")
+    assert exc.value.key == f"transport.{key}"
+
+
+# ---------------------------------------------------------------- DCQCN rules, one by one
+
+def _rp(**kw):
+    rp = np.zeros(1, roce.RP)
+    rp[0]["line_rate"] = 100_000_000_000
+    rp[0]["min_rate"] = 100_000_000
+    rp[0]["rai"] = 20_000_000
+    rp[0]["rhai"] = 200_000_000
+    rp[0]["g"] = 1 / 256
+    rp[0]["alpha_ps"] = 1_000_000
+    rp[0]["dec_ps"] = 4_000_000
+    rp[0]["inc_ps"] = 300_000_000
+    rp[0]["F"] = 5
+    for k, v in kw.items():
+        rp[0][k] = v
+    return rp
+
+
+def _row(rate=100_000_000_000, alpha=1.0):
+    R = np.zeros(1, roce.ROCE)
+    R[0]["rate"] = R[0]["target"] = rate
+    R[0]["alpha"] = alpha
+    R[0]["last_dec"] = -1
+    return R
+
+
+def test_dcqcn_cut_alpha_and_recovery_stages():
+    rp = _rp()
+    R = _row()
+    dcqcn.on_cnp(R[0], rp[0], 0)
+    assert R[0]["rate"] == 50_000_000_000 and R[0]["target"] == 100_000_000_000
+    dcqcn.on_cnp(R[0], rp[0], 2_000_000)  # within the decrease interval: no second cut
+    assert R[0]["rate"] == 50_000_000_000
+    # alpha, per 1 us interval: raised in intervals with a CNP (0-1 us, 2-3 us), decayed in the others
+    dcqcn.update_alpha(R[0], rp[0], 11_000_000)
+    g = 1 / 256
+    want = 1.0
+    for k in range(11):
+        want = (1 - g) * want + g if k in (0, 2) else want * (1 - g)
+    assert R[0]["alpha"] == pytest.approx(want, rel=1e-14)
+    assert R[0]["alpha_t"] == 11_000_000
+    # increase: five fast-recovery steps towards the target, then additive, then hyper
+    R = _row(rate=40_000_000_000)
+    R[0]["target"] = 60_000_000_000
+    rates = []
+    for k in range(8):
+        dcqcn.increase(R[0], rp[0], True)
+        rates.append((int(R[0]["rate"]), int(R[0]["target"])))
+    assert rates[0] == (50_000_000_000, 60_000_000_000)
+    assert rates[3][1] == 60_000_000_000  # still fast recovery
+    assert rates[4][1] == 60_000_000_000 + 20_000_000  # stage F: additive
+    assert rates[5][1] == 60_020_000_000 + 200_000_000  # stage F+1: hyper, 1 x rhai
+    assert rates[6][1] == 60_220_000_000 + 2 * 200_000_000
+
+
+def test_dcqcn_rate_floor_and_timer_stop():
+    rp = _rp()
+    R = _row(rate=150_000_000, alpha=1.0)
+    dcqcn.on_cnp(R[0], rp[0], 0)
+    assert R[0]["rate"] == 100_000_000
+    R = _row(rate=100_000_000_000)
+    R[0]["inc_at"] = 5
+    dcqcn.on_timer(R[0], rp[0], 10)
+    assert R[0]["inc_at"] == ST.NEVER  # at line rate: the increase timer stops

@@ -1,0 +1,115 @@
+"""The engine against first principles and against `mrc.fabric` (the issue's validation tests)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mrc.emulator import state as ST
+from mrc.emulator.transports import roce
+from mrc.units import serialization_ps
+from tests.emulator.helpers import K4, SMALL_LS, flow, make, run
+
+
+def _one_way(topo, ports, nbytes):
+    return sum(serialization_ps(nbytes, int(topo.port[q]["rate"])) + int(topo.port[q]["delay"]) for q in ports)
+
+
+@pytest.mark.parametrize("fabric", [SMALL_LS, K4])
+def test_base_rtt_is_serialisation_plus_propagation_exactly(fabric):
+    r, s, sim = run(make(topology=fabric, workload={"kind": "flows", "flows": [flow(0, 15, 1000)]}))
+    topo = sim.sc.topo
+    R = sim.T.roce
+    req, resp = 0, 1
+    fwd = topo.ecmp_route(0, 15, int(R[req]["plane"]), int(R[req]["sport"]), 0)
+    rev = topo.ecmp_route(15, 0, int(R[resp]["plane"]), int(R[resp]["sport"]), 0)
+    data = roce.HDR_BYTES + roce.RETH_BYTES + 1000
+    expect = _one_way(topo, fwd, data) + _one_way(topo, rev, roce.ACK_BYTES)
+    fl = r.flows[0]
+    assert fl["t_send_done"] - fl["t_start"] == expect
+    assert fl["t_recv_done"] - fl["t_start"] == _one_way(topo, fwd, data)
+    assert fl["ideal"] == expect  # slowdown of a lone flow is exactly 1
+
+
+@pytest.mark.parametrize("size", [1, 4096, 4097, 12_345, 1_000_000])
+def test_lone_flow_has_slowdown_one(size):
+    r, s, _ = run(make(topology=K4, workload={"kind": "flows", "flows": [flow(1, 14, size)]}))
+    fct = r.flows[0]["t_send_done"] - r.flows[0]["t_start"]
+    if size <= 4096:  # one packet: exact
+        assert fct == r.flows[0]["ideal"]
+    # otherwise ACKs may queue behind each other by a fraction of a nanosecond per hop
+    assert 0 <= fct - r.flows[0]["ideal"] <= 6 * serialization_ps(roce.ACK_BYTES, 100_000_000_000)
+    assert abs(s["slowdown"]["max"] - 1.0) < 1e-4
+
+
+def test_one_flow_reaches_line_rate_less_headers():
+    size = 20_000_000
+    r1, _, _ = run(make(workload={"kind": "flows", "flows": [flow(0, 15, 4096)]}))
+    rtt = r1.flows[0]["t_send_done"] - r1.flows[0]["t_start"]
+    r, s, _ = run(make(workload={"kind": "flows", "flows": [flow(0, 15, size)]}))
+    fct = r.flows[0]["t_send_done"] - r.flows[0]["t_start"]
+    goodput = size * 8 / ((fct - rtt) / 1e12)
+    expect = 100e9 * 4096 / (4096 + roce.HDR_BYTES)
+    assert abs(goodput - expect) / expect < 0.01
+    assert s["counters"]["retransmissions"] == 0 and s["counters"]["ecn_marks"] == 0
+
+
+def test_no_queue_exceeds_its_buffer_and_bytes_are_conserved():
+    flows = [flow(h, 0, 300_000) for h in range(1, 16)]
+    data = make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False, "rto_us": 50.0},
+                switch={"queue_bytes": 40_000, "ctrl_queue_bytes": 8_000})
+    r, s, _ = run(data)
+    ps = r.port_stats
+    assert s["counters"]["drops_queue_full"] > 0  # the limit mattered
+    assert ps["max_bytes0"].max() <= 40_000
+    assert ps["max_bytes1"].max() <= 8_000
+    b = s["bytes"]
+    assert b["sent"] == b["delivered"] + b["dropped"] + b["trimmed_away"] + b["in_flight"]
+    p = s["packets"]
+    assert p["sent"] == p["delivered"] + p["dropped"] + p["in_flight"]
+    assert s["flows"]["completed"] == 15
+
+
+def test_bytes_conserved_mid_run_with_trimming():
+    flows = [flow(h, 0, 200_000) for h in range(1, 16)]
+    data = make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False, "trimmable": True},
+                switch={"queue_bytes": 30_000, "trim": True}, duration_us=40.0)
+    r, s, _ = run(data)
+    b = s["bytes"]
+    assert b["in_flight"] > 0 and b["trimmed_away"] > 0
+    assert b["sent"] == b["delivered"] + b["dropped"] + b["trimmed_away"] + b["in_flight"]
+
+
+def _departures(r, f, psn):
+    tr = r.trace
+    m = (tr["flow"] == f) & (tr["kind"] == ST.TR_DEPART) & (tr["psn"] == psn) & (tr["cls"] == ST.CLS_DATA)
+    return list(tr["port"][m][np.argsort(tr["t"][m], kind="stable")])
+
+
+@pytest.mark.parametrize("fabric", [SMALL_LS, K4, {"preset": "mrc-2plane-64"}])
+def test_engine_ecmp_path_equals_fabric_answer(fabric):
+    data = make(topology=fabric, workload={"kind": "permutation", "size_bytes": 5000},
+                metrics_={"trace_flows": list(range(64))})
+    r, s, sim = run(data)
+    topo = sim.sc.topo
+    R = sim.T.roce
+    checked = 0
+    for f in range(len(r.flows)):
+        ep = int(r.flows[f]["ep"])
+        want = topo.ecmp_route(int(r.flows[f]["src"]), int(r.flows[f]["dst"]),
+                               int(R[ep]["plane"]), int(R[ep]["sport"]), 0)
+        assert _departures(r, f, 0) == list(want), f
+        checked += 1
+    assert checked == len(r.flows) >= 16
+
+
+def test_engine_srv6_path_equals_fabric_route():
+    data = make(topology={"preset": "mrc-2plane-64"}, transport={"forwarding": "srv6"},
+                workload={"kind": "permutation", "size_bytes": 5000}, metrics_={"trace_flows": list(range(64))})
+    r, s, sim = run(data)
+    topo = sim.sc.topo
+    R = sim.T.roce
+    for f in range(len(r.flows)):
+        ep = int(r.flows[f]["ep"])
+        want = topo.route(int(r.flows[f]["src"]), int(r.flows[f]["dst"]), int(R[ep]["ev"]))
+        assert _departures(r, f, 0) == list(want)
+    assert s["flows"]["completed"] == len(r.flows)
