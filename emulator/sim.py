@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, workloads
+from mrc.emulator import build, engine, transports, workloads
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
 from mrc.emulator.scenario import Scenario
@@ -76,6 +76,14 @@ class Sampler:
         self.prev_tx = np.zeros(len(fp), np.int64)
         self.prev_ctr = np.zeros(ST.N_C, np.int64)
         self.prev_watch = [0] * len(self.fail_ports)
+        self.sim = sim
+        self.flow_series = list(sim.sc.metrics.flow_series)
+        n_flows = len(sim.flowset.flows)
+        for f in self.flow_series:
+            if f >= n_flows:
+                from mrc.errors import ConfigError
+                raise ConfigError("metrics.flow_series", f, f"no such flow: the workload has {n_flows}")
+        self.tmod = transports.get(sim.sc.transport_name)
 
     def _add(self, name, value):
         self.cols.setdefault(name, []).append(value)
@@ -112,6 +120,10 @@ class Sampler:
         for p in self.ports:
             self._add(f"port{p}_util", float(util[p]))
             self._add(f"port{p}_queue_bytes", int(q[p]))
+        if self.flow_series:
+            for name, vals in self.tmod.flow_series(self.sim.T, E, self.flow_series, t).items():
+                for f, v in zip(self.flow_series, vals):
+                    self._add(f"flow{f}_{name}", v)
         self.prev_tx = tx.copy()
         self.prev_ctr = E.ctr.copy()
         self.t_prev = t

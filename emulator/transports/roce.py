@@ -19,7 +19,7 @@ destination (ACK, NAK, CNP). Behaviour (IBTA RoCEv2; parameters in
   goes to the error state and the flow is reported failed;
 - DCQCN (`dcqcn`): the responder returns a CNP for a CE-marked packet, at
   most one per ``cnp_interval_us`` per QP; the requester paces its packets
-  at its current rate;
+  at its current rate (re-paced whenever DCQCN changes it);
 - ``window`` (packets, 0 = none) optionally caps the PSNs in flight.
 
 Lossless (PFC) or lossy is a fabric setting (``[switch] pfc``); `roce-ecmp`
@@ -77,7 +77,9 @@ ROCE = np.dtype([
     ("snd_nxt", np.int64),
     ("snd_una", np.int64),
     ("max_sent", np.int64),
-    ("next_send", np.int64),
+    ("next_send", np.int64),  # pacing: tx_at + the last packet's time at the current rate
+    ("tx_at", np.int64),  # when the last data packet was sent
+    ("tx_bytes", np.int64),  # its bytes on the wire (framing included)
     ("rto_at", np.int64),
     ("rate", np.int64),  # DCQCN current rate Rc, bits/s
     ("target", np.int64),  # DCQCN target rate Rt
@@ -89,7 +91,12 @@ ROCE = np.dtype([
     ("t_cnt", np.int32),
     ("bc_cnt", np.int32),
     ("retries", np.int32),
+    ("cnps", np.int32),  # CNPs received (requester) / sent (responder)
+    ("cuts", np.int32),  # DCQCN rate decreases
     ("alpha_cnp", np.int8),
+    ("cc_on", np.int8),  # DCQCN rate limiter allocated (first CNP seen)
+    ("dec_pending", np.int8),  # a CNP arrived within the rate-decrease period
+    ("inc_flags", np.int8),  # dcqcn.INC_*: increases since the last cut
     # responder
     ("epsn", np.int64),
     ("last_cnp", np.int64),
@@ -118,6 +125,8 @@ RP = np.dtype([
     ("inc_ps", np.int64),
     ("F", np.int64),
     ("bc", np.int64),
+    ("clamp", np.int64),  # ConnectX clamp_tgt_rate
+    ("clamp_time", np.int64),  # ConnectX clamp_tgt_rate_after_time_inc
     ("cnp_interval", np.int64),
     ("framing", np.int64),
     ("dscp_data", np.int64),
@@ -177,12 +186,19 @@ def flow_start(E, F, R, RPa, f, now):
     r["snd_una"] = 0
     r["max_sent"] = 0
     r["next_send"] = now
+    r["tx_at"] = now
+    r["tx_bytes"] = 0
     r["rto_at"] = NEVER
     r["rate"] = rp["line_rate"]
     r["target"] = rp["line_rate"]
     r["alpha"] = rp["alpha_init"]
     r["alpha_t"] = now
     r["alpha_cnp"] = 0
+    r["cc_on"] = 0
+    r["dec_pending"] = 0
+    r["inc_flags"] = 0
+    r["cnps"] = 0
+    r["cuts"] = 0
     r["last_dec"] = -1
     r["inc_at"] = NEVER
     r["bc_bytes"] = 0
@@ -196,6 +212,7 @@ def flow_start(E, F, R, RPa, f, now):
     s["ack_pending"] = 0
     s["nak_pending"] = 0
     s["cnp_pending"] = 0
+    s["cnps"] = 0
 
 
 @njit(inline="always")
@@ -223,7 +240,9 @@ def next_deadline(E, R, RPa, ep):
     r = R[ep]
     if r["role"] == ROLE_RESP or r["active"] == 0:
         return NEVER
-    return r["rto_at"] if r["rto_at"] < r["inc_at"] else r["inc_at"]
+    d = r["rto_at"] if r["rto_at"] < r["inc_at"] else r["inc_at"]
+    c = dcqcn.dec_deadline(r, RPa[0])
+    return c if c < d else d
 
 
 @njit(inline="always")
@@ -246,6 +265,7 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
             E.hdr[i]["becn"] = 1
             r["cnp_pending"] = 0
             r["last_cnp"] = now
+            r["cnps"] += 1
             E.ctr[ST.C_CNPS] += 1
             return 1
         if r["nak_pending"]:
@@ -295,6 +315,8 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
         r["max_sent"] = psn + 1
     E.ctr[ST.C_DATA_PKTS] += 1
     E.ctr[ST.C_PAYLOAD_SENT] += payload
+    r["tx_at"] = now
+    r["tx_bytes"] = size + rp["framing"]
     r["next_send"] = now + serialization_ps(size + rp["framing"], r["rate"])
     if rp["dcqcn"] != 0:
         dcqcn.on_sent(r, rp, size)
