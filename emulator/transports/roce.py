@@ -13,10 +13,12 @@ destination (ACK, NAK, CNP). Behaviour (IBTA RoCEv2; parameters in
   (PSN sequence error, carrying the expected PSN) per gap and discards
   out-of-order packets; a duplicate is re-ACKed and counted as a spurious
   retransmission; a trimmed packet is discarded (RoCE NICs cannot use one);
-- go-back-N: on a NAK, or when the retransmission timer (``rto_us``) expires
-  with data outstanding, the requester resends from the first
-  unacknowledged PSN; after ``retry_cnt`` timeouts without progress the QP
-  goes to the error state and the flow is reported failed;
+- go-back-N: on a NAK, or when the retransmission timer expires with data
+  outstanding, the requester resends from the first unacknowledged PSN; the
+  timer starts at ``rto_us`` and doubles with each timeout without progress
+  up to ``rto_max_us`` (the shape of ConnectX adaptive retransmission); after
+  ``retry_cnt`` timeouts without progress the QP goes to the error state and
+  the flow is reported failed;
 - DCQCN (`dcqcn`): the responder returns a CNP for a CE-marked packet, at
   most one per ``cnp_interval_us`` per QP; the requester paces its packets
   at its current rate (re-paced whenever DCQCN changes it);
@@ -81,6 +83,7 @@ ROCE = np.dtype([
     ("tx_at", np.int64),  # when the last data packet was sent
     ("tx_bytes", np.int64),  # its bytes on the wire (framing included)
     ("rto_at", np.int64),
+    ("rto_cur", np.int64),  # current timeout: rto, doubled per timeout without progress up to rto_max
     ("rate", np.int64),  # DCQCN current rate Rc, bits/s
     ("target", np.int64),  # DCQCN target rate Rt
     ("alpha", np.float64),
@@ -111,6 +114,7 @@ RP = np.dtype([
     ("mtu", np.int64),  # payload bytes per packet
     ("ack_every", np.int64),
     ("rto", np.int64),  # ps
+    ("rto_max", np.int64),  # ps
     ("retry_cnt", np.int64),
     ("window", np.int64),
     ("dcqcn", np.int64),
@@ -189,6 +193,7 @@ def flow_start(E, F, R, RPa, f, now):
     r["tx_at"] = now
     r["tx_bytes"] = 0
     r["rto_at"] = NEVER
+    r["rto_cur"] = rp["rto"]
     r["rate"] = rp["line_rate"]
     r["target"] = rp["line_rate"]
     r["alpha"] = rp["alpha_init"]
@@ -321,7 +326,7 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
     if rp["dcqcn"] != 0:
         dcqcn.on_sent(r, rp, size)
     if r["rto_at"] == NEVER:
-        r["rto_at"] = now + rp["rto"]
+        r["rto_at"] = now + r["rto_cur"]
     return 1
 
 
@@ -379,13 +384,14 @@ def _on_ack(E, R, rp, ep, i, now):
             r["snd_nxt"] = una
     if una > r["snd_una"]:
         r["retries"] = 0
+        r["rto_cur"] = rp["rto"]
     r["snd_una"] = una
     if una >= r["n_pkts"]:
         r["active"] = 0
         r["rto_at"] = NEVER
         flows.send_done(E, r["flow"], now)
         return
-    r["rto_at"] = now + rp["rto"] if una < r["max_sent"] else NEVER
+    r["rto_at"] = now + r["rto_cur"] if una < r["max_sent"] else NEVER
 
 
 @njit(inline="always")
@@ -419,7 +425,9 @@ def on_timer(E, F, R, RPa, ep, now):
                 flows.failed(E, r["flow"], now, ST.WHY_RETRY_EXCEEDED)
                 return
             r["snd_nxt"] = r["snd_una"]
-            r["rto_at"] = now + rp["rto"]
+            # ConnectX adaptive retransmission: the timeout doubles per retry (up to rto_max)
+            r["rto_cur"] = min(2 * r["rto_cur"], rp["rto_max"])
+            r["rto_at"] = now + r["rto_cur"]
         else:
             r["rto_at"] = NEVER
     if rp["dcqcn"] != 0:

@@ -10,9 +10,13 @@ lossless             true             PFC on the fabric (lossless RoCE, as deplo
 forwarding           "ecmp"           "ecmp": 5-tuple hashing; "srv6": one static
                                       SRv6 path per QP
 ack_every            1                ACK every N packets (ns-3 HPCC L2_ACK_INTERVAL)
-rto_us               1000             retransmission timeout (ours: in the order of
-                                      ConnectX adaptive retransmission, far below the
-                                      verbs timeout NCCL uses)
+rto_us               1000             first retransmission timeout (ours: in the order
+                                      of ConnectX adaptive retransmission's first
+                                      retries, far below the verbs timeout NCCL uses)
+rto_max_us           65536            the timeout doubles per timeout without progress
+                                      up to this (ConnectX adaptive retransmission
+                                      doubles within its ranges; 65.5 ms ~ the common
+                                      IBTA local ACK timeout 14 = 4.096 us x 2^14)
 retry_cnt            7                timeouts without progress before the QP errors
                                       (IBTA maximum)
 window               0                max PSNs in flight (0: no limit, RoCE default)
@@ -65,6 +69,7 @@ def parse(t: Table, topo) -> dict:
         forwarding=t.choice("forwarding", ("ecmp", "srv6"), "ecmp"),
         ack_every=t.int("ack_every", 1, lo=1),
         rto_us=t.num("rto_us", 1000.0, lo=0, lo_open=True),
+        rto_max_us=t.num("rto_max_us", 65536.0, lo=0, lo_open=True),
         retry_cnt=t.int("retry_cnt", 7, lo=0, hi=7),
         window=t.int("window", 0, lo=0),
         dcqcn=t.bool("dcqcn", True),
@@ -84,6 +89,9 @@ def parse(t: Table, topo) -> dict:
         cnp_interval_us=t.num("cnp_interval_us", d["cnp_interval_us"], lo=0),
         trimmable=t.bool("trimmable", False),
     )
+    if p["rto_max_us"] < p["rto_us"]:
+        from mrc.errors import ConfigError
+        raise ConfigError(t.key("rto_max_us"), p["rto_max_us"], f"below rto_us = {p['rto_us']:g}")
     if p["dcqcn_min_rate_mbps"] * 1e6 > g * 1e9:
         from mrc.errors import ConfigError
         raise ConfigError(t.key("dcqcn_min_rate_mbps"), p["dcqcn_min_rate_mbps"], f"above the {g:g} Gb/s link rate")
@@ -202,7 +210,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     rp = np.zeros(1, roce.RP)
     line = int(topo.port[0]["rate"])
     rp[0] = np.array((
-        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), p["retry_cnt"], p["window"], int(p["dcqcn"]),
+        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), int(round(p["rto_max_us"] * US)),
+        p["retry_cnt"], p["window"], int(p["dcqcn"]),
         line, int(p["dcqcn_min_rate_mbps"] * 1e6), int(p["dcqcn_rai_mbps"] * 1e6), int(p["dcqcn_rhai_mbps"] * 1e6),
         p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, int(round(p["dcqcn_alpha_us"] * US))),
         int(round(p["dcqcn_dec_us"] * US)), int(round(p["dcqcn_inc_us"] * US)), p["dcqcn_f"], p["dcqcn_bc_bytes"],

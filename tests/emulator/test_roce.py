@@ -40,6 +40,25 @@ def test_timeout_recovers_a_lost_tail_and_counts_spurious():
     assert s2["counters"]["spurious_retransmissions"] == 1 and s2["counters"]["timeouts"] == 1
 
 
+def test_timeout_doubles_without_progress_and_resets_on_progress():
+    # every packet on the NIC link is lost for 100 us: timeouts at 30, 30 + 60 = 90 and 90 + 120 = 210 us
+    # (a fixed 30 us timer would have resent at 120 us); the retransmission at 210 us gets through
+    data = make(workload={"kind": "flows", "flows": [flow(0, 15, 1000)]},
+                transport={"lossless": False, "rto_us": 30.0, "rto_max_us": 1000.0},
+                failures=[{"kind": "gray-loss", "at_us": 0.0, "duration_us": 100.0, "probability": 1.0,
+                           "link": ["h0", "p0.t0.0"]}])
+    r, s, simu = run(data)
+    assert s["counters"]["timeouts"] == 3
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 210_000_000 + r.flows[0]["ideal"]
+    assert simu.T.roce["rto_cur"][0] == 30_000_000  # progress restored the first timeout
+    # capped at rto_max_us: 30, 60, then 80 us steps -> timeouts at 30, 90, 170, 250 us
+    data["transport"]["rto_max_us"] = 80.0
+    data["failures"][0]["duration_us"] = 200.0
+    r, s, _ = run(data)
+    assert s["counters"]["timeouts"] == 4
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 250_000_000 + r.flows[0]["ideal"]
+
+
 def test_dcqcn_reacts_to_marks_with_cnps():
     flows = [flow(h, 0, 1_000_000) for h in range(4, 12)]
     r, s, simu = run(make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False}))
@@ -76,6 +95,7 @@ def test_lossless_needs_pfc():
 
 
 @pytest.mark.parametrize("key,value", [("mtu", 10), ("retry_cnt", 8), ("forwarding", "spray"), ("rto_us", 0),
+                                       ("rto_max_us", 10.0),
                                        ("dcqcn_g", 0), ("ack_every", 0), ("colour", 1)])
 def test_bad_transport_keys(key, value):
     with pytest.raises(ConfigError) as exc:
