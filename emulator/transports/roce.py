@@ -82,7 +82,8 @@ ROCE = np.dtype([
     ("next_send", np.int64),  # pacing: tx_at + the last packet's time at the current rate
     ("tx_at", np.int64),  # when the last data packet was sent
     ("tx_bytes", np.int64),  # its bytes on the wire (framing included)
-    ("rto_at", np.int64),
+    ("rto_at", np.int64),  # the armed timer: at or before rto_due (re-armed lazily, not on every ACK)
+    ("rto_due", np.int64),  # when the retransmission timeout expires (NEVER: nothing outstanding)
     ("rto_cur", np.int64),  # current timeout: rto, doubled per timeout without progress up to rto_max
     ("rate", np.int64),  # DCQCN current rate Rc, bits/s
     ("target", np.int64),  # DCQCN target rate Rt
@@ -193,6 +194,7 @@ def flow_start(E, F, R, RPa, f, now):
     r["tx_at"] = now
     r["tx_bytes"] = 0
     r["rto_at"] = NEVER
+    r["rto_due"] = NEVER
     r["rto_cur"] = rp["rto"]
     r["rate"] = rp["line_rate"]
     r["target"] = rp["line_rate"]
@@ -325,8 +327,10 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
     r["next_send"] = now + serialization_ps(size + rp["framing"], r["rate"])
     if rp["dcqcn"] != 0:
         dcqcn.on_sent(r, rp, size)
-    if r["rto_at"] == NEVER:
-        r["rto_at"] = now + r["rto_cur"]
+    if r["rto_due"] == NEVER:
+        r["rto_due"] = now + r["rto_cur"]
+        if r["rto_at"] > r["rto_due"]:
+            r["rto_at"] = r["rto_due"]
     return 1
 
 
@@ -389,9 +393,14 @@ def _on_ack(E, R, rp, ep, i, now):
     if una >= r["n_pkts"]:
         r["active"] = 0
         r["rto_at"] = NEVER
+        r["rto_due"] = NEVER
         flows.send_done(E, r["flow"], now)
         return
-    r["rto_at"] = now + r["rto_cur"] if una < r["max_sent"] else NEVER
+    # the timeout restarts; the armed timer stays where it is (it fires early and re-arms: moving an
+    # endpoint's timer on every ACK cost a heap update per ACK)
+    r["rto_due"] = now + r["rto_cur"] if una < r["max_sent"] else NEVER
+    if r["rto_at"] == NEVER:
+        r["rto_at"] = r["rto_due"]
 
 
 @njit(inline="always")
@@ -415,20 +424,25 @@ def on_timer(E, F, R, RPa, ep, now):
     if r["role"] == ROLE_RESP or r["active"] == 0:
         return
     if now >= r["rto_at"]:
-        if r["snd_una"] < r["max_sent"]:
+        if r["rto_due"] == NEVER or r["snd_una"] >= r["max_sent"]:
+            r["rto_at"] = NEVER
+            r["rto_due"] = NEVER
+        elif now < r["rto_due"]:
+            r["rto_at"] = r["rto_due"]  # progress since it was armed: not a timeout
+        else:
             r["retries"] += 1
             E.ctr[ST.C_TIMEOUTS] += 1
             if r["retries"] > rp["retry_cnt"]:
                 r["active"] = 0
                 r["rto_at"] = NEVER
+                r["rto_due"] = NEVER
                 R[r["peer"]]["active"] = 0
                 flows.failed(E, r["flow"], now, ST.WHY_RETRY_EXCEEDED)
                 return
             r["snd_nxt"] = r["snd_una"]
             # ConnectX adaptive retransmission: the timeout doubles per retry (up to rto_max)
             r["rto_cur"] = min(2 * r["rto_cur"], rp["rto_max"])
-            r["rto_at"] = now + r["rto_cur"]
-        else:
-            r["rto_at"] = NEVER
+            r["rto_due"] = now + r["rto_cur"]
+            r["rto_at"] = r["rto_due"]
     if rp["dcqcn"] != 0:
         dcqcn.on_timer(r, rp, now)
