@@ -12,10 +12,16 @@ import collections
 import numpy as np
 
 from mrc.core import dispatch, dtypes as D, evset
+from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl_types import EpBatch, EpRequest, EpResponse, parse_enum
 from mrc.errors import UsageError
 from mrc.wire.constants import DSCP_CONTROL, ENDPOINT_QPN, EndpointOp, Opcode
 from mrc.wire.records import PKT
+
+
+# TSETH unit of the controller's own requests: the QPs' default (8 ns). The answer's RTT comes
+# from the local send time matched by req_id, so this stamp is informational for the peer.
+EP_TS_UNIT_PS = QP_DEFAULTS["ts_unit_ps"]
 
 
 class EndpointMixin:
@@ -83,7 +89,7 @@ class EndpointMixin:
                 keep.append((pkt, dest, port, batch, req_id))
                 continue
             if batch is not None:
-                pkt["tx_timestamp"] = (now // 8000) & 0xFFFF
+                pkt["tx_timestamp"] = (now // EP_TS_UNIT_PS) & 0xFFFF
                 batch.sent[req_id] = now
             out.append(OutPacket(pkt, b"", dest, port, ENDPOINT_QPN))
         self._ep_out = keep

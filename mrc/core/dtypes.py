@@ -108,11 +108,6 @@ CC_NONE = 0  # fixed window (max_cwnd)
 CC_NSCC = 1  # "uet-1.0-nscc"
 CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
 
-# Kinds of probe (kept per outstanding probe id).
-PROBE_RELIABILITY = 1  # elicit a SACK when SACKs may be lost
-PROBE_EV = 2  # test an ASSUMED_BAD EV
-PROBE_REVERSE = 3  # refresh the reverse (control) EV of a plane
-
 PSN_MASK = 0xFFFFFF
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
