@@ -11,7 +11,6 @@ Needs root and network namespaces (skipped otherwise).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 from mrc.fabric import address as AD
 from mrc.fabric import from_preset
 from mrc.fabric.tables import ifname
+from tests.netns_fabric import can_netns
 
 pytestmark = pytest.mark.netns
 PREFIX = f"mrcft{os.getpid() % 10000}-"
@@ -33,19 +33,11 @@ def _sh(cmd: list[str], check=True):
     return r
 
 
-def _can_netns() -> bool:
-    if os.geteuid() != 0 or shutil.which("ip") is None:
-        return False
-    name = PREFIX + "probe"
-    ok = _sh(["ip", "netns", "add", name], check=False).returncode == 0
-    _sh(["ip", "netns", "del", name], check=False)
-    return ok
-
-
 @pytest.fixture(scope="module")
 def fabric():
-    if not _can_netns():
-        pytest.skip("needs root and Linux network namespaces")
+    reason = can_netns()
+    if reason:
+        pytest.skip(reason)
     t = from_preset("mrc-2plane-tiny")
     ns = [f"{PREFIX}{n}" for n in range(t.n_nodes)]
     try:

@@ -7,7 +7,6 @@ removed even when a test fails.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 
@@ -17,32 +16,14 @@ from mrc.cli import main
 from mrc.errors import MRCError
 from mrc.fabric import netns
 from mrc.fabric.tables import ifname
+from tests.netns_fabric import tiny_fabric
 
 PREFIX = f"mrcft{os.getpid() % 100000}-"
 
 
-def can_netns() -> str | None:
-    """None if namespaces can be made here, else why not."""
-    if os.geteuid() != 0:
-        return "needs root (network namespaces)"
-    if shutil.which("ip") is None:
-        return "needs iproute2's `ip`"
-    probe = PREFIX + "probe"
-    r = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True)
-    subprocess.run(["ip", "netns", "del", probe], capture_output=True)
-    return None if r.returncode == 0 else f"network namespaces not permitted: {r.stderr.strip()}"
-
-
 @pytest.fixture(scope="module")
 def fab():
-    reason = can_netns()
-    if reason:
-        pytest.skip(reason)
-    try:
-        yield netns.up("mrc-2plane-tiny", prefix=PREFIX)
-    finally:
-        netns.down(PREFIX)
-        assert netns.namespaces(PREFIX) == []
+    yield from tiny_fabric(PREFIX)
 
 
 def _routes(ns: str) -> list[str]:

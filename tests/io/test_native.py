@@ -18,10 +18,10 @@ import trio
 
 from mrc.cli import build_parser
 from mrc.errors import MRCError
-from mrc.fabric import load, netns
+from mrc.fabric import load
 from mrc.io import transports
 from mrc.io.cli import run_from_args
-from tests.fabric.test_netns import can_netns
+from tests.netns_fabric import tiny_fabric
 
 pytestmark = pytest.mark.netns
 PREFIX = f"mrcio{os.getpid() % 100000}-"
@@ -30,14 +30,7 @@ TSHARK = shutil.which("tshark")
 
 @pytest.fixture(scope="module")
 def fab():
-    reason = can_netns()
-    if reason:
-        pytest.skip(reason)
-    try:
-        yield netns.up("mrc-2plane-tiny", prefix=PREFIX)
-    finally:
-        netns.down(PREFIX)
-        assert netns.namespaces(PREFIX) == []
+    yield from tiny_fabric(PREFIX)
 
 
 def transfer(*argv: str) -> dict:
