@@ -41,6 +41,30 @@ class PathFault:
     extra_delay_ps: int = 0
 
 
+def configure_pair_qp(T, i: int, n_planes: int, evs: np.ndarray, seed: int, base_rtt_ps: int, qp_attrs: dict,
+                      start_psn: int = 0) -> None:
+    """QP `i` of a test pair (its peer is ``i ^ 1``) made ready to send: row i of every table, CC
+    profile 0, QPN 0x100 + i, the EVs `evs` all GOOD, state RTS, both PSNs at `start_psn`; by default
+    half the EVs active and access checks emulated."""
+    n_ev = len(evs)
+    attrs = {"ev_active_target": max(n_planes, n_ev // 2), "emulate_access": 1, **qp_attrs}
+    q = T.qp[i]
+    q["n_planes"] = n_planes
+    for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
+        q[f] = i
+    q["cc_profile"] = 0
+    q["qpn"] = 0x100 + i
+    q["dest_qpn"] = 0x100 + (i ^ 1)
+    q["rng"] = seed_state(seed, i)
+    setup.configure_qp(T, i, n_ev, base_rtt_ps, **attrs)
+    q["n_ev"] = n_ev
+    T.ev[i, :n_ev]["ev"] = evs
+    T.ev[i, :n_ev]["plane"] = evs >> 28
+    T.ev[i, :n_ev]["state"] = D.EV_GOOD
+    q["state"] = D.QPS_RTS
+    setup.start_qp(T, i, start_psn, start_psn, 0)
+
+
 @dataclass
 class Network:
     """One-way delay ``base_delay_ps`` plus a uniform draw in [0, ``jitter_ps``) per packet (which
@@ -107,25 +131,9 @@ class Pair:
         self.retired: set = set()  # (qp, slot): blackholed EVs whose loss has been detected
         T = self.T
         setup.write_cc(T, 0, cc or setup.nscc_profile(rate_bps=rate_bps, base_rtt_ps=base_rtt_ps))
-        qp_attrs.setdefault("ev_active_target", max(n_planes, n_ev // 2))
-        qp_attrs.setdefault("emulate_access", 1)
         for i in range(2):
-            q = T.qp[i]
-            q["n_planes"] = n_planes
-            for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
-                q[f] = i
-            q["cc_profile"] = 0
-            q["qpn"] = 0x100 + i
-            q["dest_qpn"] = 0x101 - i
-            q["rng"] = seed_state(seed, i)
-            setup.configure_qp(T, i, n_ev, base_rtt_ps, **qp_attrs)
-            q["n_ev"] = n_ev
-            evs = make_evs(n_planes, evs_per_plane, i)
-            T.ev[i, :n_ev]["ev"] = evs
-            T.ev[i, :n_ev]["plane"] = evs >> 28
-            T.ev[i, :n_ev]["state"] = D.EV_GOOD
-            q["state"] = D.QPS_RTS
-            setup.start_qp(T, i, start_psn, start_psn, 0)
+            configure_pair_qp(T, i, n_planes, make_evs(n_planes, evs_per_plane, i), seed, base_rtt_ps, qp_attrs,
+                              start_psn)
         self.out = np.zeros(1, dtype=PKT)
         self.events: list = []
 

@@ -21,7 +21,7 @@ from mrc._jit import njit
 from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
 from mrc.errors import ConfigError
-from mrc.harness import make_evs
+from mrc.harness import configure_pair_qp, make_evs
 from mrc.units import US
 from mrc.wire.records import PKT
 
@@ -41,25 +41,9 @@ def build(n_pairs: int, *, n_planes: int = 4, evs_per_plane: int = 32, rate_bps:
     n_qp, n_ev = 2 * n_pairs, n_planes * evs_per_plane
     T = tables.allocate(n_qp, max_ev=n_ev, window=window, max_wr=16, max_recv=16, evt_capacity=1 << 14)
     setup.write_cc(T, 0, cc or setup.nscc_profile(rate_bps=rate_bps, base_rtt_ps=base_rtt_ps))
-    qp_attrs.setdefault("ev_active_target", max(n_planes, n_ev // 2))
-    qp_attrs.setdefault("emulate_access", 1)
     evs = [make_evs(n_planes, evs_per_plane, side) for side in (0, 1)]
     for i in range(n_qp):
-        q = T.qp[i]
-        q["n_planes"] = n_planes
-        for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
-            q[f] = i
-        q["cc_profile"] = 0
-        q["qpn"] = 0x100 + i
-        q["dest_qpn"] = 0x100 + (i ^ 1)
-        q["rng"] = seed_state(seed, i)
-        setup.configure_qp(T, i, n_ev, base_rtt_ps, **qp_attrs)
-        q["n_ev"] = n_ev
-        T.ev[i, :n_ev]["ev"] = evs[i & 1]
-        T.ev[i, :n_ev]["plane"] = evs[i & 1] >> 28
-        T.ev[i, :n_ev]["state"] = D.EV_GOOD
-        q["state"] = D.QPS_RTS
-        setup.start_qp(T, i, 0, 0, 0)
+        configure_pair_qp(T, i, n_planes, evs[i & 1], seed, base_rtt_ps, qp_attrs)
     return T
 
 
