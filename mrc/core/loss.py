@@ -40,7 +40,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core import evset, nscc
+from mrc.core import evpolicy, evset, nscc
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
@@ -111,6 +111,8 @@ def _retire_ev_after_loss(T, i, slot, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
+    if q["ev_policy"] == D.EVP_REPS:
+        evpolicy.feedback(T, i, slot, evpolicy.FB_LOSS, now)
     before = e["state"]
     after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
@@ -185,12 +187,46 @@ def _rtt_sample(q, send_time, reflected_ts, now):
     return rtt
 
 
+@njit_core
+def _probe_answer(T, i, slot, m, now):
+    """A probe's answer (SACK, pr = 1) reflected EV `slot`: an ASSUMED_BAD EV's probe count, or else
+    a path of ours that just worked end to end, which becomes its plane's reverse (control) EV."""
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], slot]
+    if e["state"] == D.EV_ASSUMED_BAD:
+        evset.probe_answered(T, i, slot, m, now)
+    else:
+        q["rev_ev"][e["plane"]] = slot
+        if q["rev_probe_slot"] == slot:
+            q["rev_probe_slot"] = -1
+            q["rev_probe_timeout"] = D.NO_DEADLINE
+
+
+@njit_core
+def _probe_answer_only(T, i, p, now):
+    """A QP with no send half (no TX row: it only receives) gets the answers to its reverse-EV probes."""
+    q = T.qp[i]
+    slot = evset.find_slot(T, i, p["entropy"])
+    if slot < 0:
+        q["rx_dropped"] += 1
+        return
+    q["sacks_rx"] += 1
+    e = T.ev[q["ev_row"], slot]
+    rtt = _rtt_sample(q, e["probe_sent"], p["tx_timestamp"], now)
+    if rtt >= 0:
+        e["last_rtt"] = rtt
+    _probe_answer(T, i, slot, p["m"], now)
+
+
 @njit_core(inline="always")
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
     if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
-        q["rx_dropped"] += 1
+        if q["state"] == D.QPS_RTS and p["pr"]:
+            _probe_answer_only(T, i, p, now)
+        else:
+            q["rx_dropped"] += 1
         return
     cack = p["cack_psn"] & 0xFFFFFF
     new_una = psn_add(cack, 1)
@@ -246,14 +282,9 @@ def on_sack(T, i, p, now):
                 q["rel_probe_slot"] = -1
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
-            if e["state"] == D.EV_ASSUMED_BAD:
-                evset.probe_answered(T, i, slot, p["m"], now)
-            else:
-                # a path of ours just worked end to end: use it for control packets
-                q["rev_ev"][e["plane"]] = slot
-                if q["rev_probe_slot"] == slot:
-                    q["rev_probe_slot"] = -1
-                    q["rev_probe_timeout"] = D.NO_DEADLINE
+            _probe_answer(T, i, slot, p["m"], now)
+        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS:
+            evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == 1:
             q["ecn_sacks_rx"] += 1
             e["ecn_marks"] += 1
