@@ -118,7 +118,7 @@ class QueuePair:
         q = self.device.T.qp[self.index]
         names = ["tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
                  "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "rx_oor",
-                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "inflight"]
+                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
         return {n: int(q[n]) for n in names} | {"cwnd": float(q["cwnd"])}
 
     def ev_states(self) -> list[dict]:

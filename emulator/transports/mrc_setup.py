@@ -461,4 +461,4 @@ def collect(T) -> dict:
     return {"ev_events": T.mrc_evlog[:n].copy(),
             "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "losses",
                                                  "trims_rx", "ecn_sacks_rx", "probes_tx", "sacks_tx", "nacks_tx",
-                                                 "rx_dup", "rx_trimmed", "ev_floor_hits")}}
+                                                 "rx_dup", "rx_trimmed", "ev_floor_hits", "ev_skips")}}

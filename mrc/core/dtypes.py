@@ -292,6 +292,7 @@ QP = np.dtype(
         ("sacks_tx", np.int64),
         ("nacks_tx", np.int64),
         ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
+        ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
     ],
     align=True,
 )

@@ -216,6 +216,8 @@ def ev_input(T, i, k, inp, now):
             if new == old:
                 return old
     e["state"] = new
+    if new == D.EV_SKIP:
+        q["ev_skips"] += 1
     if new == D.EV_ASSUMED_BAD:
         e["bad_since"] = now
         e["probe_ok"] = 0

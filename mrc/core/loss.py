@@ -24,7 +24,8 @@ Sources and choices (docs/protocol.md):
   local send-time database"): a sample is now minus our own send time of the
   transmission the feedback answers (the SACK's trigger PSN cack_psn +
   ack_psn_offset, the NACK's PSN, or for a probe's answer the last probe sent
-  on the EV it reflects); the reflected 16-bit timestamp, which wraps every
+  on the EV it reflects); a NACK's sample goes to NSCC only, not into
+  ``last_rtt`` / ``srtt`` (RACK's RTT is a delivered packet's, RFC 8985); the reflected 16-bit timestamp, which wraps every
   2^16 x ``ts_unit_ps``, only tells which transmission that was (no match, no
   sample: Karn's rule). See `_rtt_sample`.
 - A retransmission acknowledged sooner than the base RTT after it was sent
@@ -161,6 +162,15 @@ def _progress(q, now):
         q["rel_probe_deadline"] = D.NO_DEADLINE
 
 
+@njit_core(inline="always")
+def _rtt_of(q, send_time, reflected_ts, now):
+    """``now - send_time`` if the reflected timestamp names that transmission, else -1 (no estimate changes)."""
+    if send_time < 0 or timestamp(q, send_time) != reflected_ts:
+        return -1
+    rtt = now - send_time
+    return rtt if rtt > 0 else 0
+
+
 @njit_core
 def _rtt_sample(q, send_time, reflected_ts, now):
     """RTT sample of the transmission sent at `send_time` that a SACK / NACK / probe answer acknowledges.
@@ -174,11 +184,9 @@ def _rtt_sample(q, send_time, reflected_ts, now):
     no sample. The reflected timestamp alone is never an RTT: it wraps every
     2^16 x ``ts_unit_ps`` (524 us at 8 ns).
     """
-    if send_time < 0 or timestamp(q, send_time) != reflected_ts:
-        return -1
-    rtt = now - send_time
+    rtt = _rtt_of(q, send_time, reflected_ts, now)
     if rtt < 0:
-        rtt = 0
+        return -1
     q["last_rtt"] = rtt
     if q["srtt"] <= 0:
         q["srtt"] = rtt
@@ -318,7 +326,10 @@ def on_nack(T, i, p, now):
     ent = tx_slot(T, q, psn)
     slot = ent["ev_slot"]
     ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
-    rtt = _rtt_sample(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
+    # the NACK's RTT feeds NSCC only: RACK's RTT (last_rtt) and srtt come from delivered packets
+    # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
+    # data queues, so it would make RACK declare queued packets lost
+    rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
     if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
         q["peer_mpr"] = p["mpr"]
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
