@@ -12,7 +12,7 @@ until every flow ended, at most 1 s), and the tables:
 - ``[workload]`` or ``[[workload]]`` (jobs on disjoint hosts): ``kind`` and
   its keys (`workloads.generators`);
 - ``[[failures]]``: ``at_us``, ``kind`` and target (`parse_failure`);
-- ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``,
+- ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``, ``flow_series``,
   ``trace_capacity``, ``reroute_window_us``, ``recovery_pct``; ``[engine]``:
   ``pool_packets``, ``chunk_events``.
 
@@ -96,6 +96,7 @@ class Metrics:
     trace_capacity: int
     reroute_window_us: float = 50.0
     recovery_pct: float = 10.0
+    flow_series: tuple[int, ...] = ()  # flows whose transport state is sampled (the transport's `flow_series`)
 
 
 @dataclasses.dataclass
@@ -224,9 +225,13 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     tf = mt.raw("trace_flows", [])
     if not isinstance(tf, list) or any(isinstance(f, bool) or not isinstance(f, int) or f < 0 for f in tf):
         raise ConfigError("metrics.trace_flows", tf, "a list of flow indices")
+    fs = mt.raw("flow_series", [])
+    if not isinstance(fs, list) or any(isinstance(f, bool) or not isinstance(f, int) or f < 0 for f in fs):
+        raise ConfigError("metrics.flow_series", fs, "a list of flow indices")
     metrics = Metrics(sample, tuple(ports), mt.bool("plots", True), tuple(tf),
                       mt.int("trace_capacity", 1_000_000 if tf else 0, lo=0),
-                      mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True))
+                      mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
+                      tuple(fs))
     mt.done()
     et = top.table("engine", {})
     pool = et.int("pool_packets", 1 << 16, lo=256)
@@ -272,7 +277,7 @@ def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
         ecn=t.bool("ecn", True),
         ecn_min_bytes=ecn_min,
         ecn_max_bytes=ecn_max,
-        ecn_pmax=t.num("ecn_pmax", 1.0, lo=0, hi=1),
+        ecn_pmax=t.num("ecn_pmax", tdefaults.get("ecn_pmax", 1.0), lo=0, hi=1),
         ecn_mark=t.choice("ecn_mark", ("dequeue", "enqueue"), "dequeue"),
         ecn_last_hop=t.bool("ecn_last_hop", tdefaults.get("ecn_last_hop", d.ecn_on_last_hop)),
         trim=t.bool("trim", tdefaults.get("trim", False)),

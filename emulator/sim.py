@@ -79,6 +79,14 @@ class Sampler:
         self.prev_ctr = np.zeros(ST.N_C, np.int64)
         self.prev_watch = [0] * len(self.fail_ports)
         self.prev_fstat = np.zeros((len(self.fail_ports), 2), np.int64)
+        self.sim = sim
+        self.flow_series = list(sim.sc.metrics.flow_series)
+        n_flows = len(sim.flowset.flows)
+        for f in self.flow_series:
+            if f >= n_flows:
+                from mrc.errors import ConfigError
+                raise ConfigError("metrics.flow_series", f, f"no such flow: the workload has {n_flows}")
+        self.tmod = transports.get(sim.sc.transport_name)
 
     def _add(self, name, value):
         self.cols.setdefault(name, []).append(value)
@@ -129,6 +137,10 @@ class Sampler:
         for p in self.ports:
             self._add(f"port{p}_util", float(util[p]))
             self._add(f"port{p}_queue_bytes", int(q[p]))
+        if self.flow_series:
+            for name, vals in self.tmod.flow_series(self.sim.T, E, self.flow_series, t).items():
+                for f, v in zip(self.flow_series, vals):
+                    self._add(f"flow{f}_{name}", v)
         self.prev_tx = tx.copy()
         self.prev_ctr = E.ctr.copy()
         self.t_prev = t

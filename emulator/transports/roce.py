@@ -13,13 +13,15 @@ destination (ACK, NAK, CNP). Behaviour (IBTA RoCEv2; parameters in
   (PSN sequence error, carrying the expected PSN) per gap and discards
   out-of-order packets; a duplicate is re-ACKed and counted as a spurious
   retransmission; a trimmed packet is discarded (RoCE NICs cannot use one);
-- go-back-N: on a NAK, or when the retransmission timer (``rto_us``) expires
-  with data outstanding, the requester resends from the first
-  unacknowledged PSN; after ``retry_cnt`` timeouts without progress the QP
-  goes to the error state and the flow is reported failed;
+- go-back-N: on a NAK, or when the retransmission timer expires with data
+  outstanding, the requester resends from the first unacknowledged PSN; the
+  timer starts at ``rto_us`` and doubles with each timeout without progress
+  up to ``rto_max_us`` (the shape of ConnectX adaptive retransmission); after
+  ``retry_cnt`` timeouts without progress the QP goes to the error state and
+  the flow is reported failed;
 - DCQCN (`dcqcn`): the responder returns a CNP for a CE-marked packet, at
   most one per ``cnp_interval_us`` per QP; the requester paces its packets
-  at its current rate;
+  at its current rate (re-paced whenever DCQCN changes it);
 - ``window`` (packets, 0 = none) optionally caps the PSNs in flight.
 
 Lossless (PFC) or lossy is a fabric setting (``[switch] pfc``); `roce-ecmp`
@@ -77,8 +79,12 @@ ROCE = np.dtype([
     ("snd_nxt", np.int64),
     ("snd_una", np.int64),
     ("max_sent", np.int64),
-    ("next_send", np.int64),
-    ("rto_at", np.int64),
+    ("next_send", np.int64),  # pacing: tx_at + the last packet's time at the current rate
+    ("tx_at", np.int64),  # when the last data packet was sent
+    ("tx_bytes", np.int64),  # its bytes on the wire (framing included)
+    ("rto_at", np.int64),  # the armed timer: at or before rto_due (re-armed lazily, not on every ACK)
+    ("rto_due", np.int64),  # when the retransmission timeout expires (NEVER: nothing outstanding)
+    ("rto_cur", np.int64),  # current timeout: rto, doubled per timeout without progress up to rto_max
     ("rate", np.int64),  # DCQCN current rate Rc, bits/s
     ("target", np.int64),  # DCQCN target rate Rt
     ("alpha", np.float64),
@@ -89,7 +95,12 @@ ROCE = np.dtype([
     ("t_cnt", np.int32),
     ("bc_cnt", np.int32),
     ("retries", np.int32),
+    ("cnps", np.int32),  # CNPs received (requester) / sent (responder)
+    ("cuts", np.int32),  # DCQCN rate decreases
     ("alpha_cnp", np.int8),
+    ("cc_on", np.int8),  # DCQCN rate limiter allocated (first CNP seen)
+    ("dec_pending", np.int8),  # a CNP arrived within the rate-decrease period
+    ("inc_flags", np.int8),  # dcqcn.INC_*: increases since the last cut
     # responder
     ("epsn", np.int64),
     ("last_cnp", np.int64),
@@ -104,6 +115,7 @@ RP = np.dtype([
     ("mtu", np.int64),  # payload bytes per packet
     ("ack_every", np.int64),
     ("rto", np.int64),  # ps
+    ("rto_max", np.int64),  # ps
     ("retry_cnt", np.int64),
     ("window", np.int64),
     ("dcqcn", np.int64),
@@ -118,6 +130,8 @@ RP = np.dtype([
     ("inc_ps", np.int64),
     ("F", np.int64),
     ("bc", np.int64),
+    ("clamp", np.int64),  # ConnectX clamp_tgt_rate
+    ("clamp_time", np.int64),  # ConnectX clamp_tgt_rate_after_time_inc
     ("cnp_interval", np.int64),
     ("framing", np.int64),
     ("dscp_data", np.int64),
@@ -177,12 +191,21 @@ def flow_start(E, F, R, RPa, f, now):
     r["snd_una"] = 0
     r["max_sent"] = 0
     r["next_send"] = now
+    r["tx_at"] = now
+    r["tx_bytes"] = 0
     r["rto_at"] = NEVER
+    r["rto_due"] = NEVER
+    r["rto_cur"] = rp["rto"]
     r["rate"] = rp["line_rate"]
     r["target"] = rp["line_rate"]
     r["alpha"] = rp["alpha_init"]
     r["alpha_t"] = now
     r["alpha_cnp"] = 0
+    r["cc_on"] = 0
+    r["dec_pending"] = 0
+    r["inc_flags"] = 0
+    r["cnps"] = 0
+    r["cuts"] = 0
     r["last_dec"] = -1
     r["inc_at"] = NEVER
     r["bc_bytes"] = 0
@@ -196,6 +219,7 @@ def flow_start(E, F, R, RPa, f, now):
     s["ack_pending"] = 0
     s["nak_pending"] = 0
     s["cnp_pending"] = 0
+    s["cnps"] = 0
 
 
 @njit(inline="always")
@@ -223,7 +247,9 @@ def next_deadline(E, R, RPa, ep):
     r = R[ep]
     if r["role"] == ROLE_RESP or r["active"] == 0:
         return NEVER
-    return r["rto_at"] if r["rto_at"] < r["inc_at"] else r["inc_at"]
+    d = r["rto_at"] if r["rto_at"] < r["inc_at"] else r["inc_at"]
+    c = dcqcn.dec_deadline(r, RPa[0])
+    return c if c < d else d
 
 
 @njit(inline="always")
@@ -246,6 +272,7 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
             E.hdr[i]["becn"] = 1
             r["cnp_pending"] = 0
             r["last_cnp"] = now
+            r["cnps"] += 1
             E.ctr[ST.C_CNPS] += 1
             return 1
         if r["nak_pending"]:
@@ -295,11 +322,15 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
         r["max_sent"] = psn + 1
     E.ctr[ST.C_DATA_PKTS] += 1
     E.ctr[ST.C_PAYLOAD_SENT] += payload
+    r["tx_at"] = now
+    r["tx_bytes"] = size + rp["framing"]
     r["next_send"] = now + serialization_ps(size + rp["framing"], r["rate"])
     if rp["dcqcn"] != 0:
         dcqcn.on_sent(r, rp, size)
-    if r["rto_at"] == NEVER:
-        r["rto_at"] = now + rp["rto"]
+    if r["rto_due"] == NEVER:
+        r["rto_due"] = now + r["rto_cur"]
+        if r["rto_at"] > r["rto_due"]:
+            r["rto_at"] = r["rto_due"]
     return 1
 
 
@@ -357,13 +388,19 @@ def _on_ack(E, R, rp, ep, i, now):
             r["snd_nxt"] = una
     if una > r["snd_una"]:
         r["retries"] = 0
+        r["rto_cur"] = rp["rto"]
     r["snd_una"] = una
     if una >= r["n_pkts"]:
         r["active"] = 0
         r["rto_at"] = NEVER
+        r["rto_due"] = NEVER
         flows.send_done(E, r["flow"], now)
         return
-    r["rto_at"] = now + rp["rto"] if una < r["max_sent"] else NEVER
+    # the timeout restarts; the armed timer stays where it is (it fires early and re-arms: moving an
+    # endpoint's timer on every ACK cost a heap update per ACK)
+    r["rto_due"] = now + r["rto_cur"] if una < r["max_sent"] else NEVER
+    if r["rto_at"] == NEVER:
+        r["rto_at"] = r["rto_due"]
 
 
 @njit(inline="always")
@@ -387,18 +424,25 @@ def on_timer(E, F, R, RPa, ep, now):
     if r["role"] == ROLE_RESP or r["active"] == 0:
         return
     if now >= r["rto_at"]:
-        if r["snd_una"] < r["max_sent"]:
+        if r["rto_due"] == NEVER or r["snd_una"] >= r["max_sent"]:
+            r["rto_at"] = NEVER
+            r["rto_due"] = NEVER
+        elif now < r["rto_due"]:
+            r["rto_at"] = r["rto_due"]  # progress since it was armed: not a timeout
+        else:
             r["retries"] += 1
             E.ctr[ST.C_TIMEOUTS] += 1
             if r["retries"] > rp["retry_cnt"]:
                 r["active"] = 0
                 r["rto_at"] = NEVER
+                r["rto_due"] = NEVER
                 R[r["peer"]]["active"] = 0
                 flows.failed(E, r["flow"], now, ST.WHY_RETRY_EXCEEDED)
                 return
             r["snd_nxt"] = r["snd_una"]
-            r["rto_at"] = now + rp["rto"]
-        else:
-            r["rto_at"] = NEVER
+            # ConnectX adaptive retransmission: the timeout doubles per retry (up to rto_max)
+            r["rto_cur"] = min(2 * r["rto_cur"], rp["rto_max"])
+            r["rto_due"] = now + r["rto_cur"]
+            r["rto_at"] = r["rto_due"]
     if rp["dcqcn"] != 0:
         dcqcn.on_timer(r, rp, now)

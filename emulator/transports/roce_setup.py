@@ -10,30 +10,32 @@ lossless             true             PFC on the fabric (lossless RoCE, as deplo
 forwarding           "ecmp"           "ecmp": 5-tuple hashing; "srv6": one static
                                       SRv6 path per QP
 ack_every            1                ACK every N packets (ns-3 HPCC L2_ACK_INTERVAL)
-rto_us               1000             retransmission timeout (ours: in the order of
-                                      ConnectX adaptive retransmission, far below the
-                                      verbs timeout NCCL uses)
+rto_us               1000             first retransmission timeout (ours: in the order
+                                      of ConnectX adaptive retransmission's first
+                                      retries, far below the verbs timeout NCCL uses)
+rto_max_us           65536            the timeout doubles per timeout without progress
+                                      up to this (ConnectX adaptive retransmission
+                                      doubles within its ranges; 65.5 ms ~ the common
+                                      IBTA local ACK timeout 14 = 4.096 us x 2^14)
 retry_cnt            7                timeouts without progress before the QP errors
                                       (IBTA maximum)
 window               0                max PSNs in flight (0: no limit, RoCE default)
 dcqcn                true             DCQCN rate control (and ECN-capable packets)
-dcqcn_g              1/256            alpha gain [ns-3 HPCC run.py]
-dcqcn_alpha_us       1                alpha update interval [ns-3 HPCC]
-dcqcn_dec_us         4                min time between rate decreases [ns-3 HPCC]
-dcqcn_inc_us         300              rate-increase timer [ns-3 HPCC]
-dcqcn_f              5                fast-recovery stages [DCQCN paper, ns-3 HPCC]
-dcqcn_bc_bytes       0                byte counter (0: off, timer only as ns-3 HPCC;
-                                      the paper uses 10 MB)
-dcqcn_rai_mbps       5 x Gb/s / 25    additive increase [ns-3 HPCC: 5 Mb/s at 25G]
-dcqcn_rhai_mbps      50 x Gb/s / 25   hyper increase [ns-3 HPCC: 50 Mb/s at 25G]
-dcqcn_min_rate_mbps  100              rate floor (ours)
-dcqcn_alpha_init     1.0              initial alpha [DCQCN paper]
-cnp_interval_us      4                min time between CNPs of one QP (ours: one per
-                                      rate-decrease interval)
+dcqcn_profile        "tuned"          a published DCQCN parameter set that fills
+                                      every dcqcn_* key and cnp_interval_us not
+                                      given (`dcqcn_profiles`, each value cited):
+                                      tuned, connectx, hpcc, paper
+dcqcn_g ...          profile          alpha gain, alpha / decrease / increase
+                                      periods, F, byte counter, R_AI, R_HAI, min
+                                      rate, initial alpha, target clamping, CNP
+                                      interval (docs/emulator.md)
 trimmable            false            mark data DSCP_TRIMMABLE instead of DSCP_NO_TRIM
                                       (RoCE receivers discard trimmed packets: for
                                       experiments with trimming switches)
 ===================  ===============  =============================================
+
+With DCQCN the transport asks the switches for the DCQCN marking slope
+``ecn_pmax = 0.2`` unless the scenario sets it (`DCQCN_ECN_PMAX`).
 
 Each QP's UDP source port is drawn from the ephemeral range 49152-65535 and its
 plane (NIC port) uniformly, from the run's seed; the flow label is 0. The
@@ -47,7 +49,7 @@ import numpy as np
 from mrc._jit import njit
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
-from mrc.emulator.transports import roce
+from mrc.emulator.transports import dcqcn_profiles, roce
 from mrc.emulator.transports.dispatch import TP_ROCE
 from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_carrier, ev_route
@@ -59,37 +61,55 @@ DESCRIPTION = "RoCEv2 RC: one ECMP path per QP, go-back-N, DCQCN; lossless (PFC)
 
 def parse(t: Table, topo) -> dict:
     g = topo.spec.link_gbps
+    profile = t.choice("dcqcn_profile", tuple(dcqcn_profiles.PROFILES), "tuned")
+    d = dcqcn_profiles.defaults(profile, g)
     p = dict(
         mtu=t.int("mtu", 4096, lo=64, hi=65536),
         lossless=t.bool("lossless", True),
         forwarding=t.choice("forwarding", ("ecmp", "srv6"), "ecmp"),
         ack_every=t.int("ack_every", 1, lo=1),
         rto_us=t.num("rto_us", 1000.0, lo=0, lo_open=True),
+        rto_max_us=t.num("rto_max_us", 65536.0, lo=0, lo_open=True),
         retry_cnt=t.int("retry_cnt", 7, lo=0, hi=7),
         window=t.int("window", 0, lo=0),
         dcqcn=t.bool("dcqcn", True),
-        dcqcn_g=t.num("dcqcn_g", 1 / 256, lo=0, hi=1, lo_open=True),
-        dcqcn_alpha_us=t.num("dcqcn_alpha_us", 1.0, lo=0, lo_open=True),
-        dcqcn_dec_us=t.num("dcqcn_dec_us", 4.0, lo=0),
-        dcqcn_inc_us=t.num("dcqcn_inc_us", 300.0, lo=0, lo_open=True),
-        dcqcn_f=t.int("dcqcn_f", 5, lo=0),
-        dcqcn_bc_bytes=t.int("dcqcn_bc_bytes", 0, lo=0),
-        dcqcn_rai_mbps=t.num("dcqcn_rai_mbps", 5.0 * g / 25, lo=0),
-        dcqcn_rhai_mbps=t.num("dcqcn_rhai_mbps", 50.0 * g / 25, lo=0),
-        dcqcn_min_rate_mbps=t.num("dcqcn_min_rate_mbps", 100.0, lo=0, lo_open=True),
-        dcqcn_alpha_init=t.num("dcqcn_alpha_init", 1.0, lo=0, hi=1),
-        cnp_interval_us=t.num("cnp_interval_us", 4.0, lo=0),
+        dcqcn_profile=profile,
+        dcqcn_g=t.num("dcqcn_g", d["dcqcn_g"], lo=0, hi=1, lo_open=True),
+        dcqcn_alpha_us=t.num("dcqcn_alpha_us", d["dcqcn_alpha_us"], lo=0, lo_open=True),
+        dcqcn_dec_us=t.num("dcqcn_dec_us", d["dcqcn_dec_us"], lo=0),
+        dcqcn_inc_us=t.num("dcqcn_inc_us", d["dcqcn_inc_us"], lo=0, lo_open=True),
+        dcqcn_f=t.int("dcqcn_f", d["dcqcn_f"], lo=0),
+        dcqcn_bc_bytes=t.int("dcqcn_bc_bytes", d["dcqcn_bc_bytes"], lo=0),
+        dcqcn_rai_mbps=t.num("dcqcn_rai_mbps", d["dcqcn_rai_mbps"], lo=0),
+        dcqcn_rhai_mbps=t.num("dcqcn_rhai_mbps", d["dcqcn_rhai_mbps"], lo=0),
+        dcqcn_min_rate_mbps=t.num("dcqcn_min_rate_mbps", d["dcqcn_min_rate_mbps"], lo=0, lo_open=True),
+        dcqcn_alpha_init=t.num("dcqcn_alpha_init", d["dcqcn_alpha_init"], lo=0, hi=1),
+        dcqcn_clamp_tgt_rate=t.bool("dcqcn_clamp_tgt_rate", d["dcqcn_clamp_tgt_rate"]),
+        dcqcn_clamp_after_time_inc=t.bool("dcqcn_clamp_after_time_inc", d["dcqcn_clamp_after_time_inc"]),
+        cnp_interval_us=t.num("cnp_interval_us", d["cnp_interval_us"], lo=0),
         trimmable=t.bool("trimmable", False),
     )
+    if p["rto_max_us"] < p["rto_us"]:
+        from mrc.errors import ConfigError
+        raise ConfigError(t.key("rto_max_us"), p["rto_max_us"], f"below rto_us = {p['rto_us']:g}")
     if p["dcqcn_min_rate_mbps"] * 1e6 > g * 1e9:
         from mrc.errors import ConfigError
         raise ConfigError(t.key("dcqcn_min_rate_mbps"), p["dcqcn_min_rate_mbps"], f"above the {g:g} Gb/s link rate")
     return p
 
 
+# WRED marking probability at Kmax for the RoCE traffic class with DCQCN: 0.2, as HPCC's ns-3 (PMAX_MAP) and
+# ConWeave's set it at 100G (the DCQCN paper used 1 % with 40G switches whose PFC thresholds were far above
+# Kmax; the fabric presets' 1.0 is the UET/NSCC convention). Kmin / Kmax stay the fabric's.
+DCQCN_ECN_PMAX = 0.2
+
+
 def switch_defaults(p: dict) -> dict:
     """The fabric settings this transport expects unless the scenario sets them."""
-    return {"pfc": p["lossless"], "ecn_last_hop": True, "trim": False}
+    d = {"pfc": p["lossless"], "ecn_last_hop": True, "trim": False}
+    if p["dcqcn"]:
+        d["ecn_pmax"] = DCQCN_ECN_PMAX
+    return d
 
 
 def check_switch(p: dict, sw) -> None:
@@ -190,11 +210,36 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     rp = np.zeros(1, roce.RP)
     line = int(topo.port[0]["rate"])
     rp[0] = np.array((
-        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), p["retry_cnt"], p["window"], int(p["dcqcn"]),
+        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), int(round(p["rto_max_us"] * US)),
+        p["retry_cnt"], p["window"], int(p["dcqcn"]),
         line, int(p["dcqcn_min_rate_mbps"] * 1e6), int(p["dcqcn_rai_mbps"] * 1e6), int(p["dcqcn_rhai_mbps"] * 1e6),
         p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, int(round(p["dcqcn_alpha_us"] * US))),
         int(round(p["dcqcn_dec_us"] * US)), int(round(p["dcqcn_inc_us"] * US)), p["dcqcn_f"], p["dcqcn_bc_bytes"],
-        int(round(p["cnp_interval_us"] * US)), sw.framing_bytes, sw.dscp.data if p["trimmable"] else sw.dscp.no_trim,
-        sw.dscp.control, fwd,
+        int(p["dcqcn_clamp_tgt_rate"]), int(p["dcqcn_clamp_after_time_inc"]), int(round(p["cnp_interval_us"] * US)),
+        sw.framing_bytes, sw.dscp.data if p["trimmable"] else sw.dscp.no_trim, sw.dscp.control, fwd,
     ), dtype=roce.RP)
     return ep, {"roce": R, "roce_p": rp}, ideal
+
+
+def flow_series(T, E, flows: list, t: int) -> dict:
+    """Per flow (its requester QP), at time t: DCQCN current and target rate (Gb/s), alpha (as of t,
+    computed without touching the lazily updated state), CNPs received, rate cuts, bytes acknowledged."""
+    R = T.roce
+    rp = T.roce_p[0]
+    out = {k: [] for k in ("rate_gbps", "target_gbps", "alpha", "cnps", "cuts", "acked_bytes")}
+    for f in flows:
+        r = R[E.flow[f]["ep"]]
+        a = float(r["alpha"])
+        if r["cc_on"]:
+            k = (t - int(r["alpha_t"])) // int(rp["alpha_ps"])
+            if k > 0:
+                g = float(rp["g"])
+                a = (1 - g) * a + (g if r["alpha_cnp"] else 0.0)
+                a *= (1 - g) ** (k - 1)
+        out["rate_gbps"].append(int(r["rate"]) / 1e9)
+        out["target_gbps"].append(int(r["target"]) / 1e9)
+        out["alpha"].append(a if r["cc_on"] else float("nan"))  # no rate limiter yet
+        out["cnps"].append(int(r["cnps"]))
+        out["cuts"].append(int(r["cuts"]))
+        out["acked_bytes"].append(min(int(r["snd_una"]) * rp["mtu"], int(r["size"])))
+    return out

@@ -11,7 +11,8 @@ from tests.emulator.helpers import flow, make, run
 
 
 def _engine(**switch):
-    sc = scenario.parse(make(switch={"ecn_min_bytes": 10_000, "ecn_max_bytes": 50_000, **switch}), "t")
+    sc = scenario.parse(make(switch={"ecn_min_bytes": 10_000, "ecn_max_bytes": 50_000, "ecn_pmax": 1.0, **switch}),
+                        "t")
     E = sim.Simulation(sc).E
     assert len(E.port) > 40 and len(E.pkt) > 0  # compiled code does not check bounds: stay inside
     return E

@@ -1,11 +1,9 @@
 """roce-ecmp: go-back-N, timeouts, spurious retransmissions, DCQCN, lossless and lossy modes, window."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from mrc.emulator import state as ST
-from mrc.emulator.transports import dcqcn, roce
+from mrc.emulator.transports import roce
 from mrc.errors import ConfigError
 from mrc.emulator import scenario
 from tests.emulator.helpers import flow, make, run
@@ -40,6 +38,25 @@ def test_timeout_recovers_a_lost_tail_and_counts_spurious():
     data["failures"][0].update(link=["h15", "p0.t0.3"], at_us=4.0, duration_us=10.0)
     r2, s2, _ = run(data)
     assert s2["counters"]["spurious_retransmissions"] == 1 and s2["counters"]["timeouts"] == 1
+
+
+def test_timeout_doubles_without_progress_and_resets_on_progress():
+    # every packet on the NIC link is lost for 100 us: timeouts at 30, 30 + 60 = 90 and 90 + 120 = 210 us
+    # (a fixed 30 us timer would have resent at 120 us); the retransmission at 210 us gets through
+    data = make(workload={"kind": "flows", "flows": [flow(0, 15, 1000)]},
+                transport={"lossless": False, "rto_us": 30.0, "rto_max_us": 1000.0},
+                failures=[{"kind": "gray-loss", "at_us": 0.0, "duration_us": 100.0, "probability": 1.0,
+                           "link": ["h0", "p0.t0.0"]}])
+    r, s, simu = run(data)
+    assert s["counters"]["timeouts"] == 3
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 210_000_000 + r.flows[0]["ideal"]
+    assert simu.T.roce["rto_cur"][0] == 30_000_000  # progress restored the first timeout
+    # capped at rto_max_us: 30, 60, then 80 us steps -> timeouts at 30, 90, 170, 250 us
+    data["transport"]["rto_max_us"] = 80.0
+    data["failures"][0]["duration_us"] = 200.0
+    r, s, _ = run(data)
+    assert s["counters"]["timeouts"] == 4
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 250_000_000 + r.flows[0]["ideal"]
 
 
 def test_dcqcn_reacts_to_marks_with_cnps():
@@ -78,6 +95,7 @@ def test_lossless_needs_pfc():
 
 
 @pytest.mark.parametrize("key,value", [("mtu", 10), ("retry_cnt", 8), ("forwarding", "spray"), ("rto_us", 0),
+                                       ("rto_max_us", 10.0),
                                        ("dcqcn_g", 0), ("ack_every", 0), ("colour", 1)])
 def test_bad_transport_keys(key, value):
     with pytest.raises(ConfigError) as exc:
@@ -85,67 +103,4 @@ def test_bad_transport_keys(key, value):
     assert exc.value.key == f"transport.{key}"
 
 
-# ---------------------------------------------------------------- DCQCN rules, one by one
-
-def _rp(**kw):
-    rp = np.zeros(1, roce.RP)
-    rp[0]["line_rate"] = 100_000_000_000
-    rp[0]["min_rate"] = 100_000_000
-    rp[0]["rai"] = 20_000_000
-    rp[0]["rhai"] = 200_000_000
-    rp[0]["g"] = 1 / 256
-    rp[0]["alpha_ps"] = 1_000_000
-    rp[0]["dec_ps"] = 4_000_000
-    rp[0]["inc_ps"] = 300_000_000
-    rp[0]["F"] = 5
-    for k, v in kw.items():
-        rp[0][k] = v
-    return rp
-
-
-def _row(rate=100_000_000_000, alpha=1.0):
-    R = np.zeros(1, roce.ROCE)
-    R[0]["rate"] = R[0]["target"] = rate
-    R[0]["alpha"] = alpha
-    R[0]["last_dec"] = -1
-    return R
-
-
-def test_dcqcn_cut_alpha_and_recovery_stages():
-    rp = _rp()
-    R = _row()
-    dcqcn.on_cnp(R[0], rp[0], 0)
-    assert R[0]["rate"] == 50_000_000_000 and R[0]["target"] == 100_000_000_000
-    dcqcn.on_cnp(R[0], rp[0], 2_000_000)  # within the decrease interval: no second cut
-    assert R[0]["rate"] == 50_000_000_000
-    # alpha, per 1 us interval: raised in intervals with a CNP (0-1 us, 2-3 us), decayed in the others
-    dcqcn.update_alpha(R[0], rp[0], 11_000_000)
-    g = 1 / 256
-    want = 1.0
-    for k in range(11):
-        want = (1 - g) * want + g if k in (0, 2) else want * (1 - g)
-    assert R[0]["alpha"] == pytest.approx(want, rel=1e-14)
-    assert R[0]["alpha_t"] == 11_000_000
-    # increase: five fast-recovery steps towards the target, then additive, then hyper
-    R = _row(rate=40_000_000_000)
-    R[0]["target"] = 60_000_000_000
-    rates = []
-    for k in range(8):
-        dcqcn.increase(R[0], rp[0], True)
-        rates.append((int(R[0]["rate"]), int(R[0]["target"])))
-    assert rates[0] == (50_000_000_000, 60_000_000_000)
-    assert rates[3][1] == 60_000_000_000  # still fast recovery
-    assert rates[4][1] == 60_000_000_000 + 20_000_000  # stage F: additive
-    assert rates[5][1] == 60_020_000_000 + 200_000_000  # stage F+1: hyper, 1 x rhai
-    assert rates[6][1] == 60_220_000_000 + 2 * 200_000_000
-
-
-def test_dcqcn_rate_floor_and_timer_stop():
-    rp = _rp()
-    R = _row(rate=150_000_000, alpha=1.0)
-    dcqcn.on_cnp(R[0], rp[0], 0)
-    assert R[0]["rate"] == 100_000_000
-    R = _row(rate=100_000_000_000)
-    R[0]["inc_at"] = 5
-    dcqcn.on_timer(R[0], rp[0], 10)
-    assert R[0]["inc_at"] == ST.NEVER  # at line rate: the increase timer stops
+# DCQCN's rules, its parameter profiles and the reference-model property test: test_dcqcn.py

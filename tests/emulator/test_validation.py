@@ -55,8 +55,10 @@ def test_one_flow_reaches_line_rate_less_headers():
 
 def test_no_queue_exceeds_its_buffer_and_bytes_are_conserved():
     flows = [flow(h, 0, 300_000) for h in range(1, 16)]
+    # ECN thresholds inside the 40 KB buffer (the preset's lie above it: DCQCN would hardly be told)
     data = make(workload={"kind": "flows", "flows": flows}, transport={"lossless": False, "rto_us": 50.0},
-                switch={"queue_bytes": 40_000, "ctrl_queue_bytes": 8_000})
+                switch={"queue_bytes": 40_000, "ctrl_queue_bytes": 8_000, "ecn_min_bytes": 8_000,
+                        "ecn_max_bytes": 32_000})
     r, s, _ = run(data)
     ps = r.port_stats
     assert s["counters"]["drops_queue_full"] > 0  # the limit mattered
