@@ -81,6 +81,7 @@ from mrc.emulator.keys import Table
 from mrc.emulator.transports import mrcctl, mrcqp
 from mrc.emulator.transports.dispatch import TP_MRC
 from mrc.errors import ConfigError
+from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
 from mrc.units import US, serialization_ps
@@ -127,6 +128,9 @@ class Variant:
 
     def collect(self, T) -> dict:
         return collect(T)
+
+    def flow_series(self, T, E, flows: list, t: int) -> dict:
+        return flow_series(T, E, flows, t)
 
 
 VARIANTS = [
@@ -249,6 +253,48 @@ def _profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_pla
         n_out[i] = k
 
 
+def rdma_udp_sport(lqpn, rqpn):
+    """RoCEv2 UDP source port of a QP pair: Linux's rdma_calc_flow_label then
+    rdma_flow_label_to_udp_sport (include/rdma/ib_verbs.h), vectorised."""
+    v = np.asarray(lqpn, np.int64) * np.asarray(rqpn, np.int64)
+    fl = (v ^ (v >> 20)) & 0xFFFFF
+    return ((fl & 0x3FFF) ^ ((fl & 0xFC000) >> 14)) | 0xC000
+
+
+@njit
+def _ecmp_pin(F, src, dst, plane, sport, ev_out, plane_out, n_out, pin_out):
+    """mrc-1ev: each QP's EV is the path ECMP hashing gives its 5-tuple (`mrc.fabric.ecmp.ecmp_route`:
+    the plane drawn per QP from the run's seed, the UDP source port from the QP numbers as RoCE NICs
+    derive it (`rdma_udp_sport`), flow label 0). The EV is
+    put first in its plane's part of the profile (replacing that slot unless already present) and
+    its slot is the QP's pin (``ev_pin``)."""
+    out = np.empty(MAX_ROUTE_PORTS, np.int64)
+    for i in range(src.shape[0]):
+        s, d, p = src[i], dst[i], plane[i]
+        n = ecmp_route(F, s, d, p, sport[i], 0, 17, out)
+        ev = np.int64(p) << F.ev[0]["shift"]
+        if n >= 4:
+            t0 = F.port[out[1]]["node"]
+            a = out[1] - (F.node[t0]["port_start"] + F.node[t0]["n_down"])
+            ev |= np.int64(a) << F.ev[1]["shift"]
+            if n == 6:
+                t1 = F.port[out[2]]["node"]
+                c = out[2] - (F.node[t1]["port_start"] + F.node[t1]["n_down"])
+                ev |= np.int64(c) << F.ev[2]["shift"]
+        first = -1
+        slot = -1
+        for k in range(n_out[i]):
+            if plane_out[i, k] == p:
+                if first < 0:
+                    first = k
+                if ev_out[i, k] == ev:
+                    slot = k
+        if slot < 0:
+            slot = first
+            ev_out[i, slot] = ev
+        pin_out[i] = slot
+
+
 @njit
 def _qp_rng(seed, n, out):
     """Each QP's own generator state: non-zero 32-bit values from the run's seed."""
@@ -348,6 +394,11 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     ev_planes = np.zeros((max(n_qp, 1), max_ev), np.int64)
     n_ev = np.zeros(max(n_qp, 1), np.int64)
     _profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar")
+    pin = np.full(max(n_qp, 1), -1, np.int64)
+    if p["ev_policy"] == "ONE" and n_qp:
+        qplane = rng.integers(0, P, n_qp) if P > 1 else np.zeros(n_qp, np.int64)
+        sport = rdma_udp_sport((0x100 + np.arange(n_qp)) & 0xFFFFFF, (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF)
+        _ecmp_pin(F, qsrc, qdst, qplane.astype(np.int64), sport.astype(np.int64), ev_vals, ev_planes, n_ev, pin)
     if n_qp:
         T.ev["ev"][:n_qp] = ev_vals[:n_qp]
         T.ev["plane"][:n_qp] = ev_planes[:n_qp]
@@ -408,6 +459,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         _qp_rng(seed ^ 0x5A5A5A5A, n_qp, rngs)
         qp["rng"][:n_qp] = rngs
         qp["state"][:n_qp] = D.QPS_RESET
+        qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
 
     # engine-side tables
     mp = np.zeros(1, mrcqp.MP)
@@ -462,3 +514,23 @@ def collect(T) -> dict:
             "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "losses",
                                                  "trims_rx", "ecn_sacks_rx", "probes_tx", "sacks_tx", "nacks_tx",
                                                  "rx_dup", "rx_trimmed", "ev_floor_hits", "ev_skips")}}
+
+
+def flow_series(T, E, flows: list, t: int) -> dict:
+    """Per flow (its requester QP), at time t (read-only): NSCC's window and the bytes in flight
+    (header and payload), the smoothed RTT (us), the EVs that may carry its data (active and GOOD or
+    SKIP), those ASSUMED_BAD, bytes delivered to the receiver."""
+    core = T.core
+    out = {k: [] for k in ("cwnd_bytes", "inflight_bytes", "srtt_us", "active_evs", "bad_evs", "delivered_bytes")}
+    for f in flows:
+        req = int(E.flow[f]["ep"])
+        q = core.qp[req]
+        row = core.ev[int(q["ev_row"])][:int(q["n_ev"])]
+        usable = (row["state"] == D.EV_GOOD) | (row["state"] == D.EV_SKIP)
+        out["cwnd_bytes"].append(float(q["cwnd"]))
+        out["inflight_bytes"].append(int(q["inflight"]))
+        out["srtt_us"].append(int(q["srtt"]) / US)
+        out["active_evs"].append(int(np.count_nonzero(usable & (row["active"] != 0))))
+        out["bad_evs"].append(int(np.count_nonzero(row["state"] == D.EV_ASSUMED_BAD)))
+        out["delivered_bytes"].append(int(core.qp[int(E.ep[req]["peer"])]["rx_bytes"]))
+    return out

@@ -117,7 +117,9 @@ def flow_start(E, F, T, f, now):
     req = np.int64(E.flow[f]["ep"])
     resp = np.int64(E.ep[req]["peer"])
     for qp in (req, resp):
+        pin = core.qp[qp]["ev_pin"]  # mrc-1ev: the ECMP-hashed EV set up for the QP (-1: none)
         core_setup.start_qp(core, qp, 0, 0, now)
+        core.qp[qp]["ev_pin"] = pin
         core.qp[qp]["state"] = D.QPS_RTS
     hr = E.ep[req]["host"]
     hs = E.ep[resp]["host"]
