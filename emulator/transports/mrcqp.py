@@ -211,6 +211,12 @@ def next_deadline(E, T, ep):
     if ep >= n_qp:
         return T.mrc_host[ep - n_qp]["deadline"]
     d = cdisp.next_deadline(T.core, ep)
+    # lazy timer: a deadline that moved later (the RTO on every ACK) keeps the armed, earlier timer;
+    # it fires early (the core's on_timer then does nothing) and re-arms. The timer heap entry moves
+    # only earlier, not on every ACK.
+    cur = E.ep[ep]["timer_at"]
+    if cur < d:
+        return cur
     return d if d < ST.NEVER else ST.NEVER
 
 
