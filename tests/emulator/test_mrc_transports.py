@@ -295,3 +295,38 @@ def test_bad_transport_parameters_name_the_key(key, value):
     with pytest.raises(ConfigError) as exc:
         run(make(topology=LS2, transport={"name": "mrc", key: value}, workload=_perm(10_000)))
     assert exc.value.key == f"transport.{key}"
+
+
+def test_one_core_rule_the_glue_writes_no_protocol_state():
+    """The MRC transports' glue changes QP and EV state only through `mrc.core` functions: the only
+    direct writes are the QP start (state RTS, the ECMP pin kept across `start_qp`) and emptying the
+    core's event queue after reading it (as any user of the core does)."""
+    import ast
+    import pathlib
+
+    import mrc.emulator.transports as tp
+
+    allowed = {("mrcqp.py", "ev_pin"), ("mrcqp.py", "state"), ("mrcqp.py", "core.evt_n[0]")}
+    core_names = {"core", "q", "row", "e", "st"}
+    seen = set()
+    for name in ("mrcqp.py", "mrcctl.py"):
+        tree = ast.parse((pathlib.Path(tp.__file__).parent / name).read_text())
+        aliases = set()  # local names bound to core tables: core = T.core, q = core.qp[i], ...
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+                src = ast.unparse(node.value)
+                if "core" in src and ("T.core" in src or src.startswith("core")):
+                    aliases.add(node.targets[0].id)
+        for node in ast.walk(tree):
+            targets = node.targets if isinstance(node, ast.Assign) else (
+                [node.target] if isinstance(node, ast.AugAssign) else [])
+            for t in targets:
+                if not isinstance(t, ast.Subscript):
+                    continue
+                text = ast.unparse(t)
+                base = text.split("[")[0].split(".")[0]
+                if base in aliases & core_names or text.startswith("T.core") or text.startswith("core."):
+                    field = text if text == "core.evt_n[0]" else ast.unparse(t.slice).strip("'\"")
+                    assert (name, field) in allowed, f"{name}: {text} written outside mrc.core"
+                    seen.add((name, field))
+    assert seen == allowed
