@@ -77,7 +77,7 @@ def _run(key: str, tp: str, first: dict | None, first_name: str) -> dict | None:
     d = json.loads(out.stdout.strip().splitlines()[-1])
     verdict = [tp]
     if first is not None:
-        verdict.append(f"{first['hops_per_s'] / d['hops_per_s']:.2f}x slower than {first_name}")
+        verdict.append(f"{first_name} / {tp} packet-hops/s = {first['hops_per_s'] / d['hops_per_s']:.2f}")
     if hops_target:
         verdict.append(f">= {hops_target / 1e6:.1f} M hops/s: {'yes' if d['hops_per_s'] >= hops_target else 'NO'}")
     if rss_target:

@@ -29,9 +29,11 @@ ev_active_target         128                         active EVs (MANI: "typicall
                                                      are backups
 ev_min_active            ev_count / 4                OCP example
 mtu                      4096                        payload bytes per packet
-mpr                      8                           OCP example; the tables hold min(mpr x 128, the
-                                                     largest flow's packets) PSNs per QP (a QP carries
-                                                     one flow, so it never uses more)
+mpr                      auto: 2 x max window, <= 8  room for twice the QP's largest window (NSCC's
+                                                     max_cwnd) in units of 128 PSNs, at most the OCP
+                                                     example's 8 (`auto_mpr`); the tables hold
+                                                     min(mpr x 128, the largest flow's packets) PSNs
+                                                     per QP
 timeout                  8 (262 us)                  OCP example (local ACK timeout exponent)
 retry_linear, retry_exp  7, 7                        OCP maximum / ours (finite)
 ack_every_pkts           4                           UET htsim: ACK every 16 KiB
@@ -153,7 +155,7 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ev_active_target=t.int("ev_active_target", 128, lo=1, hi=65535),
         ev_min_active=t.int("ev_min_active", None, lo=0),
         mtu=t.int("mtu", 4096, lo=256, hi=1 << 16),
-        mpr=t.int("mpr", 8, lo=1, hi=255),
+        mpr=t.int("mpr", None, lo=1, hi=255),
         timeout=t.int("timeout", 8, lo=0, hi=24),
         retry_linear=t.int("retry_linear", 7, lo=0, hi=7),
         retry_exp=t.int("retry_exp", 7, lo=0, hi=25),
@@ -304,6 +306,14 @@ def _qp_rng(seed, n, out):
         out[i] = v if v != 0 else 0x6C8E9CF5
 
 
+def auto_mpr(max_window_bytes: int, mtu: int) -> int:
+    """Default MPR: room for twice the QP's largest window in PSNs (holes left by losses), in units of
+    128, at most 8 (the OCP example). A QP never has more than its window in flight, so a larger MPR
+    only costs table memory (the TX/RX rings are MPR x 128 entries per QP)."""
+    pkts = -(-max_window_bytes // mtu)
+    return max(1, min(8, -(-2 * pkts // 128)))
+
+
 def profile_sizes(topo, p: dict) -> int:
     """EVs per QP at most (the profile size for the pairs with the most paths)."""
     fa = topo.arrays
@@ -360,10 +370,17 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     if max_pkts >= 1 << 23:
         raise ConfigError("workload.size_bytes", int(sizes.max()), f"more than 2^23 packets of {mtu} B in one flow "
                           "(half the 24-bit PSN space)")
+    # the QP's largest window: NSCC's max_cwnd (1.5 BDP of the planes it uses) or the fixed window
+    link = int(topo.port[0]["rate"])
+    planes_used = 1 if p["ev_policy"] == "ONE" else P
+    base_rtt = int(round(p["base_rtt_us"] * US))
+    bdp = planes_used * link * base_rtt // (8 * 10**12)
+    max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
+    want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
     window = 128
-    while window < min(p["mpr"] * 128, max_pkts):
+    while window < min(want * 128, max_pkts):
         window <<= 1
-    mpr = min(p["mpr"], window // 128)
+    mpr = min(want, window // 128)
 
     ep = np.zeros(n_qp + H, ST.EP)
     ep["timer_at"] = ST.NEVER
@@ -406,13 +423,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         T.ev["state"][:n_qp] = np.where(col < n_ev[:n_qp, None], D.EV_GOOD, D.EV_UNUSED)
 
     # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT
-    link = int(topo.port[0]["rate"])
-    planes_used = 1 if p["ev_policy"] == "ONE" else P
-    base_rtt = int(round(p["base_rtt_us"] * US))
     if p["cc"] == "none":
-        bdp = planes_used * link * base_rtt // (8 * 10**12)
-        cc = core_setup.fixed_window_profile(window_bytes=p["cc_window_bytes"] or max(3 * bdp // 2, mtu),
-                                             base_rtt_ps=base_rtt, mtu=mtu)
+        cc = core_setup.fixed_window_profile(window_bytes=max_window, base_rtt_ps=base_rtt, mtu=mtu)
     else:
         cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt)
     core_setup.write_cc(T, 0, cc)
