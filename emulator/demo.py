@@ -187,7 +187,9 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
         rows.append(row(spec, s))
     echo(table(rows))
     if plots_too:
-        plots.fct_cdf(tables, out / "fct_cdf.png", base["description"])
+        topo = base["topology"]
+        plots.fct_cdf(tables, out / "fct_cdf.png", f"mrc demo, {topo['hosts_per_leaf'] * topo['leaves']} hosts, "
+                      f"{topo['planes']} planes, link down at {FAIL_AT_US:g} us")
     keep = ("fct_us", "slowdown", "flows", "reroute", "counters", "sim")
     (out / "demo.json").write_text(json.dumps({"scenario": base, "runs": {k: {kk: v[kk] for kk in keep}
                                                                            for k, v in summaries.items()}},
