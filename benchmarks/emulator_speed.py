@@ -3,6 +3,7 @@
     python benchmarks/emulator_speed.py            # a, b, c
     python benchmarks/emulator_speed.py a b c d    # d: the 131,072-host 8-plane preset (needs ~10 GB)
     python benchmarks/emulator_speed.py b --transport roce-ecmp:lossless=false
+    python benchmarks/emulator_speed.py a b c --transport roce-ecmp,mrc   # side by side, with the ratio
 
 ==  ===========================  ==========================================  ==============================
 id  scenario (library)           setup                                       target
@@ -15,6 +16,10 @@ d   mrc-8plane-131k-permutation  131,072 hosts, 8 planes, 131,072 x 64 KB    <= 
 
 Each setup runs in its own process (so its peak RSS is its own), after a tiny
 warm-up run that loads the compiled code from the cache (or compiles it once).
+``--transport`` (default roce-ecmp, the scenarios' own) takes a comma-separated
+list: each setup then runs once per transport, and every transport after the
+first gets the ratio of the first's packet-hops/s to its own (the MRC target:
+``mrc`` within 1.5x of ``roce-ecmp``).
 Printed per setup: flows, simulated time, events, packet-hops (packets
 serialised onto a link), wall time of the simulation loop, events/s,
 packet-hops/s, peak RSS, setup time. htsim (C++) does 0.28 M and 0.18 M
@@ -62,37 +67,50 @@ def one(name: str, transport: str | None) -> dict:
             "rss_mb": r.sim["peak_rss_mb"], "setup_s": setup, "peak_packets": r.sim["peak_packets"]}
 
 
+def _run(key: str, tp: str, first: dict | None, first_name: str) -> dict | None:
+    """Run setup `key` with transport `tp` in its own process and print its row."""
+    name, hops_target, rss_target = SETUPS[key]
+    out = subprocess.run([sys.executable, __file__, "--one", name, "--transport", tp], capture_output=True, text=True)
+    if out.returncode != 0:
+        print(f"{key:2} {name:28} {tp}: failed:\n{out.stderr[-2000:]}")
+        return None
+    d = json.loads(out.stdout.strip().splitlines()[-1])
+    verdict = [tp]
+    if first is not None:
+        verdict.append(f"{first_name} / {tp} packet-hops/s = {first['hops_per_s'] / d['hops_per_s']:.2f}")
+    if hops_target:
+        verdict.append(f">= {hops_target / 1e6:.1f} M hops/s: {'yes' if d['hops_per_s'] >= hops_target else 'NO'}")
+    if rss_target:
+        verdict.append(f"<= {rss_target:.0f} MB: {'yes' if d['rss_mb'] <= rss_target else 'NO'}")
+    print(f"{key:2} {name:28} {d['hosts']:>7,} {d['completed']:>6,}/{d['flows']:<6,} {d['sim_us']:>9,.1f} "
+          f"{d['events']:>11,} {d['hops']:>11,} {d['wall_s']:>7.2f} {d['events_per_s'] / 1e6:>7.2f} "
+          f"{d['hops_per_s'] / 1e6:>8.2f} {d['rss_mb']:>7.0f} {d['setup_s']:>7.2f}  {'; '.join(verdict)}", flush=True)
+    return d
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("setups", nargs="*", default=["a", "b", "c"], help="a b c d (default: a b c)")
-    ap.add_argument("--transport", help="transport (name[:key=value...]; default: the scenario's, roce-ecmp)")
+    ap.add_argument("--transport", default="roce-ecmp",
+                    help="transport(s), comma-separated (name[:key=value...]; default roce-ecmp)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(one(args.one, args.transport)))
         return 0
     print(f"{'id':2} {'scenario':28} {'hosts':>7} {'flows':>13} {'sim us':>9} {'events':>11} {'pkt-hops':>11} "
-          f"{'wall s':>7} {'M ev/s':>7} {'M hops/s':>8} {'RSS MB':>7} {'setup s':>7}  target")
-    ok = True
+          f"{'wall s':>7} {'M ev/s':>7} {'M hops/s':>8} {'RSS MB':>7} {'setup s':>7}  transport, target", flush=True)
+    tps = [t.strip() for t in args.transport.split(",") if t.strip()]
     for key in args.setups:
         if key not in SETUPS:
             ap.error(f"unknown setup {key!r}: choose from {', '.join(SETUPS)}")
-        name, hops_target, rss_target = SETUPS[key]
-        cmd = [sys.executable, __file__, "--one", name] + (["--transport", args.transport] if args.transport else [])
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            print(f"{key:2} {name:28} failed:\n{out.stderr[-2000:]}")
-            ok = False
-            continue
-        d = json.loads(out.stdout.strip().splitlines()[-1])
-        verdict = []
-        if hops_target:
-            verdict.append(f">= {hops_target / 1e6:.1f} M hops/s: {'yes' if d['hops_per_s'] >= hops_target else 'NO'}")
-        if rss_target:
-            verdict.append(f"<= {rss_target:.0f} MB: {'yes' if d['rss_mb'] <= rss_target else 'NO'}")
-        print(f"{key:2} {name:28} {d['hosts']:>7,} {d['completed']:>6,}/{d['flows']:<6,} {d['sim_us']:>9,.1f} "
-              f"{d['events']:>11,} {d['hops']:>11,} {d['wall_s']:>7.2f} {d['events_per_s'] / 1e6:>7.2f} "
-              f"{d['hops_per_s'] / 1e6:>8.2f} {d['rss_mb']:>7.0f} {d['setup_s']:>7.2f}  {'; '.join(verdict)}")
+    ok = True
+    for key in args.setups:
+        first = None
+        for tp in tps:
+            d = _run(key, tp, first, tps[0])
+            ok = ok and d is not None
+            first = first or d
     return 0 if ok else 1
 
 

@@ -84,11 +84,15 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
     arr = timed[np.argsort(flows["start"][timed], kind="stable")].astype(np.int32)
     end_ps = int(round(sc.end_us * US))
     act = FA.expand(sc.failures, topo, end_ps, int(round(sc.switch.route_detect_us * US)),
-                    int(round(sc.switch.route_converge_us * US)))
+                    int(round(sc.switch.route_converge_us * US)), int(round(sc.metrics.reroute_window_us * US)))
     trace_flow = np.zeros(len(flows), np.int8)
     for f in sc.metrics.trace_flows:
         if f < len(flows):
             trace_flow[f] = 1
+    host_ep_start, host_ep = host_endpoints(ep["host"], topo.n_hosts)
+    fstat = np.zeros(len(sc.failures), ST.FSTAT)
+    fstat["t0"] = ST.NEVER
+    fstat["first_away"] = ST.NEVER
     return ST.Engine(
         S=S, ctr=np.zeros(ST.N_C, np.int64), cfg=cfg_row(sc), heap=np.zeros(1 << 14, HEAP),
         theap=np.zeros(max(len(ep), 1), HEAP), tpos=np.full(max(len(ep), 1), -1, np.int64),
@@ -96,7 +100,18 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
         ring=np.full(len(ep) * topo.n_planes, -1, np.int32), flow=flows, arr_order=arr,
         trig=fs.trig, trig_tgt=fs.trig_tgt, act=act, dscp_classes=sc.switch.dscp.classes,
         trace=np.zeros(sc.metrics.trace_capacity, ST.TRACE), trace_flow=trace_flow,
+        host_ep_start=host_ep_start, host_ep=host_ep, wake=np.zeros(max(len(ep), 1), np.int32),
+        pmeta=np.zeros(len(pkt), np.int64), fstat=fstat,
     )
+
+
+def host_endpoints(hosts: np.ndarray, n_hosts: int):
+    """CSR of the endpoints per host: ``eps[start[h]:start[h + 1]]`` (ascending)."""
+    order = np.argsort(hosts, kind="stable").astype(np.int32)
+    counts = np.bincount(hosts.astype(np.int64), minlength=n_hosts)
+    start = np.zeros(n_hosts + 1, np.int64)
+    np.cumsum(counts, out=start[1:])
+    return start, order
 
 
 def transport(sc: Scenario, fs: FlowSet, rng: np.random.Generator):

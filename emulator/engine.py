@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mrc.emulator._jit import njit
 from mrc.emulator import events as EV
-from mrc.emulator import failures, nic, pfc
+from mrc.emulator import failures, nic, pfc, watch
 from mrc.emulator import state as ST
 from mrc.emulator.forward import forward
 from mrc.emulator.pool import RESERVE, free, trace
@@ -43,6 +43,8 @@ def start_flow(E, F, T, f, now):
     E.S[ST.S_FLOWS_STARTED] += 1
     TP.flow_start(E, F, T, f, now)
     nic.sync(E, F, T, fl["ep"], now)
+    if E.S[ST.S_WAKE_N] > 0:
+        nic.drain_wake(E, F, T, now)
 
 
 @njit(inline="always")
@@ -55,11 +57,15 @@ def deliver(E, F, T, i, host, now):
     E.ctr[ST.C_DELIV_BYTES] += p[i]["size"]
     if E.trace.shape[0] > 0:
         trace(E, ST.TR_DELIVER, i, -1, now, 0)
+    if E.S[ST.S_WATCHING] != 0:
+        watch.on_deliver(E, i)
     E.hdr[i]["ecn"] = p[i]["ecn"]
     ep = p[i]["dst_ep"]
     TP.on_rx(E, F, T, ep, i, now)
     free(E, i)
     nic.sync(E, F, T, ep, now)
+    if E.S[ST.S_WAKE_N] > 0:
+        nic.drain_wake(E, F, T, now)
 
 
 @njit(inline="always")

@@ -25,9 +25,12 @@ kind               actions
 =================  ==========================================================
 
 Packets queued at a port whose link goes down are dropped; packets on the
-wire are lost. Targets are watched from the failure's time on: packets
-directed to them are counted per port (``watch_hits``, ``watch_last``), which
-is how `metrics` measures when traffic was steered away.
+wire are lost. A host NIC link going down or up is also reported to the
+transport (`dispatch.port_event`: the NIC sees its own link at once). Targets
+are watched shortly before the fault (which flows use them) and counted from
+the fault on: packets directed to them are counted per port (``watch_hits``,
+``watch_last``) and tracked per packet (`watch`), which is how `metrics`
+measures when traffic was steered away.
 """
 from __future__ import annotations
 
@@ -37,11 +40,15 @@ from mrc.emulator._jit import njit
 from mrc.emulator import nic
 from mrc.emulator import state as ST
 from mrc.emulator.port import flush, start_next
+from mrc.emulator.transports import dispatch as TP
 from mrc.units import US
 
 
-def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int) -> np.ndarray:
-    """The `ACT` table of a list of `scenario.Failure` (ports already resolved)."""
+def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int, prewatch_ps: int = 0) -> np.ndarray:
+    """The `ACT` table of a list of `scenario.Failure` (ports already resolved).
+
+    Each failure's ports are watched from `prewatch_ps` before its fault (flows using them then
+    are the affected ones, `watch`) and counted from the fault on."""
     rows = []
 
     def add(t, kind, port, idx, value=0.0):
@@ -62,6 +69,9 @@ def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int) -> np.
 
     for idx, f in enumerate(failures):
         t0 = int(round(f.at_us * US))
+        if prewatch_ps > 0 and f.kind != "link-up":
+            for q in f.ports:
+                add(max(t0 - prewatch_ps, 0), ST.A_PREWATCH, q, idx)
         add(t0, ST.A_MARK, -1, idx)
         for q in f.ports:
             add(t0, ST.A_WATCH, q, idx)
@@ -139,18 +149,30 @@ def apply(E, F, T, a, now):
     act = E.act[a]
     k = act["kind"]
     q0 = act["port"]
+    if k == ST.A_MARK:
+        idx = act["failure"]
+        if idx < E.fstat.shape[0] and E.fstat[idx]["t0"] == ST.NEVER:
+            E.fstat[idx]["t0"] = now
+        E.S[ST.S_WATCHING] = 1
     if q0 < 0:
         return
     P = E.port
+    NP = E.cfg[0]["n_planes"]
     for side in range(2):
         q = q0 if side == 0 else F.port[q0]["peer"]
         if k == ST.A_LINK_DOWN:
             if P[q]["up"] != 0:
                 P[q]["up"] = 0
                 flush(E, F, q, now)
+                if (P[q]["kind"] & ST.PK_NIC) != 0:
+                    host = F.port[q]["node"]
+                    TP.port_event(E, F, T, host, q - host * NP, 0, now)
         elif k == ST.A_LINK_UP:
             if P[q]["up"] == 0:
                 P[q]["up"] = 1
+                if (P[q]["kind"] & ST.PK_NIC) != 0:
+                    host = F.port[q]["node"]
+                    TP.port_event(E, F, T, host, q - host * NP, 1, now)
                 _kick(E, F, T, q, now)
         elif k == ST.A_RLOC_DOWN:
             _set_route(E, q, True, 0)
@@ -166,4 +188,12 @@ def apply(E, F, T, a, now):
             r = np.int64(F.port[q]["rate"] * act["value"])
             P[q]["rate"] = r if r > 0 else 1
         elif k == ST.A_WATCH:
-            P[q]["watch"] = 1
+            P[q]["watch"] = ST.WATCH_ON
+            P[q]["watch_fail"] = min(act["failure"], 127)
+        elif k == ST.A_PREWATCH:
+            if P[q]["watch"] == ST.WATCH_NONE:
+                P[q]["watch"] = ST.WATCH_PRE
+                P[q]["watch_fail"] = min(act["failure"], 127)
+            E.S[ST.S_WATCHING] = 1
+    if E.S[ST.S_WAKE_N] > 0:
+        nic.drain_wake(E, F, T, now)

@@ -10,6 +10,14 @@
   whole story, so the engine's path for a 5-tuple is exactly
   `Topology.ecmp_route`'s.
 
+- Adaptive routing (``FWD_AR``, the ``ar`` transport; NVIDIA Spectrum-X
+  style, peer notes 2.10): going down the path is unique (as ECMP); going up,
+  each packet takes the least-loaded uplink (fewest bytes queued, data and
+  control), ties broken from a random start (the engine's seeded RNG). A
+  switch knows its own links' state at once (a dead uplink is never chosen);
+  dead links elsewhere are avoided as the routing view learns them (below).
+  The transport (MRC's core, one EV per plane) tolerates the reordering.
+
 Routing reacts to dead links (not to gray loss or degraded rates, which
 routing protocols do not see): ``port.rloc`` is what the switches at the two
 ends of a link believe (updated ``route_detect_us`` after the event),
@@ -23,8 +31,11 @@ the packet is dropped (no route).
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
+from mrc.emulator.pool import rand_u64
 from mrc.fabric.build import DOWN
 from mrc.fabric.ecmp import ecmp_next_port, ecmp_pick
 from mrc.fabric.paths import peer_node, srv6_forward, up_port
@@ -104,6 +115,37 @@ def _ecmp_repair(E, F, node, i, q):
     return q
 
 
+@njit
+def _ar_next(E, F, node, i):
+    """Adaptive routing: the least-loaded usable uplink when going up, else the unique downward port."""
+    p = E.pkt
+    q = ecmp_next_port(F, node, p[i]["src"], p[i]["dst"], p[i]["plane"], p[i]["sport"], p[i]["flow_label"],
+                       _PROTO_UDP)
+    if F.port[q]["dir"] == DOWN:
+        if E.S[ST.S_ROUTE_DOWN] == 0:
+            return q
+        return q if E.port[q]["rloc"] != 0 else -1
+    P = E.port
+    n_up = F.node[node]["n_up"]
+    dst = p[i]["dst"]
+    plane = p[i]["plane"]
+    check = E.S[ST.S_ROUTE_DOWN] != 0
+    start = np.int64(rand_u64(E) % np.uint64(n_up))
+    best = -1
+    load = np.int64(2**62)
+    for j in range(n_up):
+        u = up_port(F, node, (start + j) % n_up)
+        if P[u]["up"] == 0:
+            continue
+        if check and not _usable(E, F, u, dst, plane):
+            continue
+        b = P[u]["bytes0"] + P[u]["bytes1"]
+        if b < load:
+            load = b
+            best = u
+    return best if best >= 0 else q
+
+
 @njit(inline="always")
 def forward(E, F, node, i):
     """Egress port switch `node` sends packet i to, or -1 (no route: drop)."""
@@ -115,6 +157,8 @@ def forward(E, F, node, i):
         p[i]["hi"] = hi
         p[i]["lo"] = lo
         return code
+    if p[i]["fwd"] == ST.FWD_AR:
+        return _ar_next(E, F, node, i)
     q = ecmp_next_port(F, node, p[i]["src"], p[i]["dst"], p[i]["plane"], p[i]["sport"], p[i]["flow_label"],
                        _PROTO_UDP)
     if E.S[ST.S_ROUTE_DOWN] == 0:

@@ -18,6 +18,9 @@
   dropped or sent there), the time of the last one, and ``steered_away_us``:
   the time from the failure to that last packet, when traffic stopped using
   the ports before the failure ended (otherwise null: never steered away).
+- Reroute (`reroute`): per failure, fault -> first packet of an affected flow
+  steered away -> 99 % of the affected traffic off the failed element ->
+  goodput recovered.
 """
 from __future__ import annotations
 
@@ -111,6 +114,86 @@ def failures(run) -> list[dict]:
     return out
 
 
+def _windows(run):
+    t = np.asarray(run.samples.get("t_us", []), float)
+    starts = np.concatenate([[0.0], t[:-1]]) if len(t) else t
+    return starts, t
+
+
+def reroute(run) -> list[dict]:
+    """Per failure (the first `state.MAX_TRACKED_FAILURES`): fault -> first packet steered away -> 99 %
+    of the affected traffic off the failed element -> goodput recovered (docs/emulator.md, "Reroute").
+
+    - affected flows: data of theirs reached the failed element in the ``reroute_window_us`` before
+      the fault or after it;
+    - ``first_steered_away_us``: fault -> send time of the first data packet of an affected flow,
+      sent after the fault, that reached its host without being directed to the failed element;
+    - ``off_99_us``: fault -> end of the first sample window from which on (until the failure
+      ended) at most 1 % of the affected flows' data packets sent in a window were directed to
+      the failed element (windows without such packets are skipped); null if that never held;
+    - ``goodput_recovered_us``: fault -> end of the first window, after goodput fell below
+      (100 - ``recovery_pct``) % of its mean over the last 5 windows before the fault, in which
+      it is back above that; 0 if it never fell; null if it never came back. Only windows while
+      the failure lasts and at least (100 - ``recovery_pct``) % of the flows running at the
+      fault still run count (the offered load must be comparable).
+    """
+    sc = run.scenario
+    out = []
+    if run.fstat is None:
+        return out
+    starts, ends = _windows(run)
+    good = np.asarray(run.samples.get("goodput_gbps", []), float)
+    X = sc.metrics.recovery_pct / 100.0
+    fl = run.flows
+    for k, f in enumerate(sc.failures[: min(len(run.fstat), ST.MAX_TRACKED_FAILURES)]):
+        if f.kind == "link-up":
+            continue
+        fs = run.fstat[k]
+        at = f.at_us
+        end = f.at_us + f.duration_us if f.duration_us is not None else run.sim["sim_time_us"]
+        if f.kind == "flap":
+            end = f.until_us if f.until_us is not None else run.sim["sim_time_us"]
+        r = {"index": k, "kind": f.kind, "target": f.target, "at_us": at,
+             "affected_flows": int(np.count_nonzero(fl["fail_aff"] & (1 << k))),
+             "affected_packets_sent": int(fs["aff_sent"]), "affected_packets_on_failed": int(fs["aff_directed"]),
+             "first_steered_away_us": None, "off_99_us": None, "goodput_recovered_us": None,
+             "pre_fault_goodput_gbps": None, "min_goodput_gbps": None, "recovery_pct": sc.metrics.recovery_pct}
+        if fs["t0"] < ST.NEVER and fs["first_away"] < ST.NEVER:
+            r["first_steered_away_us"] = (int(fs["first_away"]) - int(fs["t0"])) / US
+        sent = run.samples.get(f"failure{k}_affected_sent")
+        on = run.samples.get(f"failure{k}_affected_on_failed")
+        if sent is not None and len(sent):
+            after = np.flatnonzero((ends > at) & (starts < end) & (sent > 0))
+            if len(after):
+                frac = on[after] / sent[after]
+                bad = np.flatnonzero(frac > 0.01)
+                if len(bad) == 0:
+                    r["off_99_us"] = float(max(ends[after[0]] - at, 0.0))
+                elif bad[-1] + 1 < len(after):
+                    r["off_99_us"] = float(ends[after[bad[-1] + 1]] - at)
+        if len(good):
+            pre = np.flatnonzero(ends <= at)[-5:]
+            running = np.asarray(run.samples.get("flows_running", np.zeros(len(good))), float)
+            if len(pre):
+                g0 = float(good[pre].mean())
+                r["pre_fault_goodput_gbps"] = g0
+                # compare like with like: only while the offered load is about the same, i.e. at least
+                # (100 - recovery_pct) % of the flows running at the fault still run
+                n0 = running[pre[-1]]
+                post = np.flatnonzero((ends > at) & (starts < end) & (running >= (1 - X) * n0))
+                if len(post):
+                    r["min_goodput_gbps"] = float(good[post].min())
+                    low = post[good[post] < (1 - X) * g0]
+                    if len(low) == 0:
+                        r["goodput_recovered_us"] = 0.0
+                    else:
+                        back = post[(post > low[0]) & (good[post] >= (1 - X) * g0)]
+                        if len(back):
+                            r["goodput_recovered_us"] = float(ends[back[0]] - at)
+        out.append(r)
+    return out
+
+
 def summary(run) -> dict:
     """The run's `summary.json` (keys in docs/emulator.md)."""
     sc = run.scenario
@@ -147,6 +230,7 @@ def summary(run) -> dict:
                     "in_flight": inflight["packets"]},
         "collectives": colls,
         "failures": failures(run),
+        "reroute": reroute(run),
         "engine": {"events_per_s": run.sim["events"] / wall if wall > 0 else None,
                    "packet_hops_per_s": run.sim["packet_hops"] / wall if wall > 0 else None,
                    "peak_packets": run.sim["peak_packets"], "pool_rows": run.sim["pool_rows"]},

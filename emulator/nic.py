@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
+from mrc.emulator import watch
 from mrc.emulator.pool import alloc, free
 from mrc.emulator.port import begin_tx
 from mrc.emulator.sched import set_timer
@@ -76,7 +77,7 @@ def try_send(E, F, T, q, now):
         i = alloc(E)
         built = TP.tx_next(E, F, T, ep, now, q, allow_data, i)
         r = TP.ready_at(E, F, T, ep, now)
-        if r <= now:
+        if r <= now and (E.ep[ep]["planes"] >> plane) & 1:  # it may have left this port's plane
             _ring_push(E, q, slot)
             E.ep[ep]["in_ring"] |= 1 << plane
         arm(E, F, T, ep, now, r)
@@ -84,9 +85,10 @@ def try_send(E, F, T, q, now):
             s = E.pkt[i]["size"]
             E.ctr[ST.C_SENT_PKTS] += 1
             E.ctr[ST.C_SENT_BYTES] += s
-            if P[q]["watch"] != 0:
-                P[q]["watch_hits"] += 1
-                P[q]["watch_last"] = now
+            if E.S[ST.S_WATCHING] != 0:
+                watch.on_send(E, i, now)
+                if P[q]["watch"] != 0:
+                    watch.directed(E, q, i, now)
             begin_tx(E, F, q, i, now)
             return
         free(E, i)
@@ -119,6 +121,19 @@ def on_timer(E, F, T, ep, now):
     E.ep[ep]["timer_at"] = NEVER
     TP.on_timer(E, F, T, ep, now)
     sync(E, F, T, ep, now)
+    if E.S[ST.S_WAKE_N] > 0:
+        drain_wake(E, F, T, now)
+
+
+@njit
+def drain_wake(E, F, T, now):
+    """Sync the endpoints a transport queued in ``E.wake`` while handling an input (their state changed)."""
+    S = E.S
+    while S[ST.S_WAKE_N] > 0:
+        S[ST.S_WAKE_N] -= 1
+        ep = E.wake[S[ST.S_WAKE_N]]
+        E.ep[ep]["woken"] = 0
+        sync(E, F, T, ep, now)
 
 
 @njit

@@ -128,3 +128,13 @@ def pkt_route_srv6(E, i, hi, lo):
     p[i]["fwd"] = ST.FWD_SRV6
     p[i]["hi"] = hi
     p[i]["lo"] = lo
+
+
+@njit(inline="always")
+def pkt_route_ar(E, i, sport, flow_label):
+    """Forward packet i by switch adaptive routing: each switch sends it up its least-loaded usable
+    uplink (`forward`); downward the path is unique. The 5-tuple only breaks ties in ECMP repair."""
+    p = E.pkt
+    p[i]["fwd"] = ST.FWD_AR
+    p[i]["sport"] = sport
+    p[i]["flow_label"] = flow_label

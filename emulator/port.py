@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from mrc.emulator._jit import njit
-from mrc.emulator import aqm, pfc
+from mrc.emulator import aqm, pfc, watch
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import free, rand_u01, trace
@@ -78,8 +78,7 @@ def receive(E, F, q, i, now):
     P = E.port
     p = E.pkt
     if P[q]["watch"] != 0:
-        P[q]["watch_hits"] += 1
-        P[q]["watch_last"] = now
+        watch.directed(E, q, i, now)
     if P[q]["up"] == 0:
         drop(E, i, q, ST.C_DROP_LINK, now)
         return

@@ -15,7 +15,10 @@ file                   content
                        chosen ports
 ``links.csv``          per link group: ports, bytes sent, max queue, drops,
                        trims, ECN marks, PFC pauses and paused time
-``failures.csv``       one row per failure (time, target, steered away)
+``failures.csv``       one row per failure (time, target, steered away, and the
+                       reroute times of `metrics.reroute`)
+``ev_events.csv``      MRC transports: every EV event (time, QP, flow, role,
+                       host, EV, plane, state, drop count)
 ``trace.csv``          packet trace, when tracing was on
 ``fct_cdf.png``        FCT CDF; ``slowdown_by_size.png``; ``utilisation.png``
 =====================  ========================================================
@@ -29,6 +32,7 @@ import pathlib
 
 import numpy as np
 
+from mrc.core import dtypes as D
 from mrc.emulator import metrics, plots
 from mrc.emulator import state as ST
 from mrc.emulator.sim import GROUPS
@@ -103,7 +107,23 @@ def write(run, out, plots_too: bool | None = None) -> dict:
     if summ["failures"]:
         keys = ["index", "kind", "target", "at_us", "duration_us", "end_us", "packets_directed",
                 "last_packet_us", "steered_away_us"]
-        write_csv(out / "failures.csv", {k: [f[k] for f in summ["failures"]] for k in keys})
+        cols = {k: [f[k] for f in summ["failures"]] for k in keys}
+        rr = {r["index"]: r for r in summ["reroute"]}
+        for k in ("affected_flows", "first_steered_away_us", "off_99_us", "goodput_recovered_us",
+                  "pre_fault_goodput_gbps", "min_goodput_gbps"):
+            cols[k] = [rr.get(f["index"], {}).get(k) for f in summ["failures"]]
+        write_csv(out / "failures.csv", cols)
+    ev = run.extra.get("ev_events") if run.extra else None
+    if ev is not None:
+        fl = run.flows
+        qp = ev["qp"].astype(np.int64)
+        flow = qp // 2  # QP 2f is flow f's requester, 2f + 1 its responder
+        write_csv(out / "ev_events.csv", {
+            "t_us": ev["t"] / 1e6, "qp": qp, "flow": flow, "role": np.where(qp % 2 == 0, "requester", "responder"),
+            "host": np.where(qp % 2 == 0, fl["src"][flow], fl["dst"][flow]) if len(ev) else qp,
+            "ev": ev["ev"], "plane": ev["plane"],
+            "state": np.array([D.EV_STATE_NAMES[x] for x in ev["state"]], dtype=object),
+            "drop_count": ev["drops"]})
     if len(run.trace):
         tr = run.trace
         kinds = {ST.TR_ARRIVE: "arrive", ST.TR_DEPART: "depart", ST.TR_DROP: "drop", ST.TR_TRIM: "trim",

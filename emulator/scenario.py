@@ -13,7 +13,8 @@ until every flow ended, at most 1 s), and the tables:
   its keys (`workloads.generators`);
 - ``[[failures]]``: ``at_us``, ``kind`` and target (`parse_failure`);
 - ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``, ``flow_series``,
-  ``trace_capacity``; ``[engine]``: ``pool_packets``, ``chunk_events``.
+  ``trace_capacity``, ``reroute_window_us``, ``recovery_pct``; ``[engine]``:
+  ``pool_packets``, ``chunk_events``.
 
 Every unknown key and every bad value raises `ConfigError` naming the key
 (``switch.queue_bytes``, ``workload[1].size_bytes``, ``failures[0].link``).
@@ -93,6 +94,8 @@ class Metrics:
     plots: bool
     trace_flows: tuple[int, ...]
     trace_capacity: int
+    reroute_window_us: float = 50.0
+    recovery_pct: float = 10.0
     flow_series: tuple[int, ...] = ()  # flows whose transport state is sampled (the transport's `flow_series`)
 
 
@@ -226,7 +229,9 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     if not isinstance(fs, list) or any(isinstance(f, bool) or not isinstance(f, int) or f < 0 for f in fs):
         raise ConfigError("metrics.flow_series", fs, "a list of flow indices")
     metrics = Metrics(sample, tuple(ports), mt.bool("plots", True), tuple(tf),
-                      mt.int("trace_capacity", 1_000_000 if tf else 0, lo=0), tuple(fs))
+                      mt.int("trace_capacity", 1_000_000 if tf else 0, lo=0),
+                      mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
+                      tuple(fs))
     mt.done()
     et = top.table("engine", {})
     pool = et.int("pool_packets", 1 << 16, lo=256)

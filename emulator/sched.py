@@ -56,3 +56,14 @@ def pop(E):
         t, ep = EV.timer_pop(E.theap, E.tpos, E.S, ST.S_THEAP_N)
         return t, EV.event(ep, EV.EV_TIMER)
     return EV.heap_pop(E.heap, E.S, ST.S_HEAP_N)
+
+
+@njit(inline="always")
+def wake(E, ep):
+    """Ask the engine to sync endpoint `ep` after the current input (a transport changed its state
+    while handling another endpoint's packet or timer); each endpoint is queued once."""
+    if E.ep[ep]["woken"] == 0:
+        E.ep[ep]["woken"] = 1
+        n = E.S[ST.S_WAKE_N]
+        E.wake[n] = ep
+        E.S[ST.S_WAKE_N] = n + 1

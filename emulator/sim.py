@@ -43,6 +43,8 @@ class RunData:
     trace: np.ndarray
     sim: dict  # events, packet_hops, wall_s, sim_time_us, peak_rss_mb, ...
     inflight: dict  # packets and bytes still in the fabric at the end
+    fstat: np.ndarray = None  # per failure: state.FSTAT (reroute tracking)
+    extra: dict = dataclasses.field(default_factory=dict)  # the transport's own (collect): e.g. ev_events
 
 
 ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
@@ -76,6 +78,7 @@ class Sampler:
         self.prev_tx = np.zeros(len(fp), np.int64)
         self.prev_ctr = np.zeros(ST.N_C, np.int64)
         self.prev_watch = [0] * len(self.fail_ports)
+        self.prev_fstat = np.zeros((len(self.fail_ports), 2), np.int64)
         self.sim = sim
         self.flow_series = list(sim.sc.metrics.flow_series)
         n_flows = len(sim.flowset.flows)
@@ -113,10 +116,24 @@ class Sampler:
         self._add("pfc_pauses", int(d[ST.C_PFC_PAUSES]))
         self._add("packets_in_flight", int(E.S[ST.S_INFLIGHT]))
         self._add("paused_ports", int(np.count_nonzero(P["paused"])))
+        self._add("flows_running", int(E.S[ST.S_FLOWS_STARTED] - E.S[ST.S_FLOWS_ENDED]))
+        self._add("retransmissions", int(d[ST.C_RETX]))
+        self._add("spurious_retransmissions", int(d[ST.C_SPURIOUS]))
+        self._add("timeouts", int(d[ST.C_TIMEOUTS]))
+        self._add("nacks_trimmed", int(d[ST.C_NACK_TRIMMED]))
+        self._add("nacks_trimmed_lasthop", int(d[ST.C_NACK_TRIMMED_LASTHOP]))
+        self._add("ev_assumed_bad", int(d[ST.C_EV_BAD]))
+        self._add("ev_good", int(d[ST.C_EV_GOOD]))
         for k, ports in enumerate(self.fail_ports):
             w = int(P["watch_hits"][ports].sum())
             self._add(f"failure{k}_packets", w - self.prev_watch[k])
             self.prev_watch[k] = w
+            if k < ST.MAX_TRACKED_FAILURES:
+                fs = E.fstat[k]
+                cur = np.array([fs["aff_sent"], fs["aff_directed"]], np.int64)
+                self._add(f"failure{k}_affected_sent", int(cur[0] - self.prev_fstat[k, 0]))
+                self._add(f"failure{k}_affected_on_failed", int(cur[1] - self.prev_fstat[k, 1]))
+                self.prev_fstat[k] = cur
         for p in self.ports:
             self._add(f"port{p}_util", float(util[p]))
             self._add(f"port{p}_queue_bytes", int(q[p]))
@@ -183,6 +200,8 @@ class Simulation:
         running = fl["status"] == ST.FLOW_RUNNING
         fl["why"][running] = ST.WHY_END_OF_RUN
         fl["why"][fl["status"] == ST.FLOW_PENDING] = ST.WHY_NOT_STARTED
+        tmod = transports.get(sc.transport_name)
+        extra = tmod.collect(self.T) if hasattr(tmod, "collect") else {}
         allocated = np.ones(len(E.pkt), bool)
         allocated[E.free[: E.S[ST.S_FREE_N]]] = False
         P = E.port
@@ -199,6 +218,7 @@ class Simulation:
                  "peak_packets": int(E.S[ST.S_PEAK_INFLIGHT]),
                  "pool_rows": len(E.pkt), "heap_rows": len(E.heap)},
             inflight={"packets": int(allocated.sum()), "bytes": int(E.pkt["size"][allocated].sum())},
+            fstat=E.fstat.copy(), extra=extra,
         )
 
 

@@ -49,6 +49,7 @@ ECN_CE = 3
 
 FWD_ECMP = 0
 FWD_SRV6 = 1
+FWD_AR = 2  # switch adaptive routing: least-loaded uplink per packet (forward.py)
 
 PKTE = np.dtype([  # 64 bytes: one cache line per packet on the hop path
     ("t", np.int64),  # on a wire: arrival time at the peer
@@ -108,7 +109,8 @@ PORTS = np.dtype([
     ("rglob", np.int8),  # routing elsewhere believes it is up
     ("paused", np.int8),  # data class paused by the peer (PFC)
     ("xoff", np.int8),  # this port (as an ingress) has paused its upstream
-    ("watch", np.int8),
+    ("watch", np.int8),  # WATCH_*: a failure's port, before (affected flows) or after its fault
+    ("watch_fail", np.int8),  # that failure's index
     ("in_bytes", np.int64),  # PFC: bytes in this node's buffers that entered through this port
     ("gray", np.float64),  # drop probability on this wire (gray failure)
     ("tx_bytes", np.int64),
@@ -136,6 +138,7 @@ EP = np.dtype([
     ("planes", np.int32),  # bit p: may send on NIC port p
     ("in_ring", np.int32),  # bit p: queued in NIC port p's ring
     ("tcode", np.int8),  # transport code (transports.dispatch)
+    ("woken", np.int8),  # queued in ``wake`` (the engine syncs it after the current input)
 ], align=True)
 
 FLOW_PENDING = 0
@@ -171,6 +174,7 @@ FLOW = np.dtype([
     ("recv_trig", np.int32),  # trigger activated at receive done (-1)
     ("status", np.int8),
     ("why", np.int8),
+    ("fail_aff", np.int16),  # bit k: this flow used failure k's element around its fault (reroute metrics)
 ], align=True)
 
 TRIG_ONESHOT = 1
@@ -197,8 +201,30 @@ A_RGLOB_DOWN = 5  # routing everywhere learns it
 A_RGLOB_UP = 6
 A_GRAY = 7  # value: drop probability (0 ends it)
 A_RATE = 8  # value: fraction of the nominal rate
-A_WATCH = 9  # start counting packets directed to the port
+A_WATCH = 9  # the fault: count packets directed to the port (reroute metrics)
 A_MARK = 10  # record the failure's time only
+A_PREWATCH = 11  # shortly before the fault: flows whose data reaches the port are "affected"
+
+# port watch phases (PORTS.watch)
+WATCH_NONE = 0
+WATCH_PRE = 1
+WATCH_ON = 2
+MAX_TRACKED_FAILURES = 7  # failures with per-packet reroute tracking (bits of pmeta / FLOW.fail_aff)
+
+# pmeta[i] of a data packet while failures are watched: its send time (bits 0-47), the failures
+# whose affected flows it belongs to (bits 48-54), the failures whose element it was directed to
+# (bits 56-62)
+PM_TIME_MASK = (1 << 48) - 1
+PM_AFF_SHIFT = 48
+PM_DIR_SHIFT = 56
+
+FSTAT = np.dtype([  # per failure: reroute measurements (metrics.reroute)
+    ("t0", np.int64),  # the fault (NEVER: not yet)
+    ("first_away", np.int64),  # send time of the first data packet of an affected flow, sent after the
+    #                            fault, delivered without being directed to the failed element
+    ("aff_sent", np.int64),  # data packets of affected flows sent (NICs) since the fault
+    ("aff_directed", np.int64),  # ... of which were directed to the failed element
+], align=True)
 
 ACT = np.dtype([
     ("t", np.int64),
@@ -227,6 +253,8 @@ S_SPARE = 13
 S_TRACE_N = 14
 S_FLOWS_STARTED = 15
 S_THEAP_N = 16  # timers pending
+S_WAKE_N = 17  # endpoints queued in ``wake``
+S_WATCHING = 18  # 1 from the first failure's watch on: per-packet reroute tracking runs
 N_S = 24
 
 C_SENT_PKTS = 0  # packets the NICs put on the wire
@@ -257,7 +285,22 @@ C_RX_TRIMMED = 24  # trimmed packets a transport could not use
 C_OOO_DISCARD = 25  # out-of-order data discarded (go-back-N)
 C_GOODPUT_BYTES = 26  # payload delivered in order to receivers
 C_PAYLOAD_SENT = 27
-N_C = 32
+C_PROBES = 28  # reliability / EV probes sent by transports (MRC core)
+C_NACK_TRIMMED = 29  # NACKs by reason (MRC responders)
+C_NACK_TRIMMED_LASTHOP = 30
+C_NACK_OOR = 31  # PSN_OOR_WINDOW
+C_NACK_OTHER = 32
+C_EV_BAD = 33  # EV events: an EV became ASSUMED_BAD
+C_EV_GOOD = 34  # ... became GOOD again
+C_PSU_SENT = 35  # port status updates sent (controllers)
+C_PSU_APPLIED = 36  # port status updates received and applied
+C_EP_PROBES = 37  # controller EV probes (endpoint requests) sent
+C_EP_PROBE_ANSWERS = 38
+C_CTL_RESTORED = 39  # EVs the controller returned to GOOD after its probes
+C_CTL_DROPPED = 40  # controller requests not made: its table was full
+C_EVLOG_DROPPED = 41  # EV events not logged: the log was full
+C_QP_ERRORS = 42
+N_C = 48
 
 COUNTER_NAMES = {
     "sent_pkts": C_SENT_PKTS, "sent_bytes": C_SENT_BYTES, "delivered_pkts": C_DELIV_PKTS,
@@ -268,7 +311,13 @@ COUNTER_NAMES = {
     "pfc_resumes": C_PFC_RESUMES, "data_pkts": C_DATA_PKTS, "retransmissions": C_RETX,
     "spurious_retransmissions": C_SPURIOUS, "timeouts": C_TIMEOUTS, "naks": C_NAKS, "cnps": C_CNPS,
     "acks": C_ACKS, "rx_trimmed_discarded": C_RX_TRIMMED, "out_of_order_discarded": C_OOO_DISCARD,
-    "goodput_bytes": C_GOODPUT_BYTES, "payload_sent_bytes": C_PAYLOAD_SENT,
+    "goodput_bytes": C_GOODPUT_BYTES, "payload_sent_bytes": C_PAYLOAD_SENT, "probes": C_PROBES,
+    "nacks_trimmed": C_NACK_TRIMMED, "nacks_trimmed_lasthop": C_NACK_TRIMMED_LASTHOP,
+    "nacks_psn_oor_window": C_NACK_OOR, "nacks_other": C_NACK_OTHER, "ev_assumed_bad": C_EV_BAD,
+    "ev_good": C_EV_GOOD, "port_status_updates_sent": C_PSU_SENT, "port_status_updates_applied": C_PSU_APPLIED,
+    "controller_ev_probes": C_EP_PROBES, "controller_ev_probe_answers": C_EP_PROBE_ANSWERS,
+    "controller_evs_restored": C_CTL_RESTORED, "controller_requests_dropped": C_CTL_DROPPED,
+    "ev_events_not_logged": C_EVLOG_DROPPED, "qp_errors": C_QP_ERRORS,
 }
 
 # run status returned by engine.run_chunk
@@ -325,9 +374,15 @@ TRACE = np.dtype([
 
 Engine = namedtuple("Engine", [
     "S", "ctr", "cfg", "heap", "theap", "tpos", "pkt", "hdr", "free", "port", "ep", "ring", "flow", "arr_order",
-    "trig", "trig_tgt", "act", "dscp_classes", "trace", "trace_flow",
+    "trig", "trig_tgt", "act", "dscp_classes", "trace", "trace_flow", "host_ep_start", "host_ep", "wake", "pmeta",
+    "fstat",
 ])
-Engine.__doc__ = """The engine's tables (see the module docstring); every compiled function takes it first."""
+Engine.__doc__ = """The engine's tables (see the module docstring); every compiled function takes it first.
+
+``host_ep[host_ep_start[h]:host_ep_start[h + 1]]`` are the endpoints on host h; ``wake`` holds
+endpoints a transport touched besides the one it was called for (``S[S_WAKE_N]`` of them), which
+the engine syncs after the input; ``pmeta`` runs parallel to the pool (reroute tracking, below);
+``fstat`` has one `FSTAT` row per failure."""
 
 
 def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
@@ -352,12 +407,14 @@ def grow(E: Engine, pool: bool, heap: bool) -> Engine:
         pkt, hdr, _ = new_pool(2 * n)
         pkt[:n] = E.pkt
         hdr[:n] = E.hdr
+        pmeta = np.zeros(2 * n, np.int64)
+        pmeta[:n] = E.pmeta
         free = np.empty(2 * n, np.int32)
         k = int(E.S[S_FREE_N])
         free[:k] = E.free[:k]
         free[k:k + n] = np.arange(2 * n - 1, n - 1, -1, dtype=np.int32)
         E.S[S_FREE_N] = k + n
-        out = out._replace(pkt=pkt, hdr=hdr, free=free)
+        out = out._replace(pkt=pkt, hdr=hdr, free=free, pmeta=pmeta)
     if heap:
         h = np.zeros(2 * len(E.heap), E.heap.dtype)
         h[: len(E.heap)] = E.heap

@@ -40,7 +40,7 @@ from mrc.api_types import (
 )
 from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
-from mrc.errors import UsageError
+from mrc.errors import ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
@@ -60,7 +60,8 @@ ALLOWED_ATTRS = {
     "RTR": {"dest_qp_num", "remote_address", "rq_psn", "mpr_dest", "max_wimm_dest", "dynamic_mpr_dest",
             "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
-            "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps"},
+            "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps",
+            "ev_policy", "reps_buffer", "reps_explore", "reps_freeze_ps"},
     "RESET": set(), "ERROR": set(),
 }
 
@@ -117,7 +118,7 @@ class QueuePair:
         q = self.device.T.qp[self.index]
         names = ["tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
                  "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "rx_oor",
-                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "inflight"]
+                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
         return {n: int(q[n]) for n in names} | {"cwnd": float(q["cwnd"])}
 
     def ev_states(self) -> list[dict]:
@@ -311,6 +312,11 @@ class Device:
                              f"(RESET -> INIT -> RTR -> RTS; RESET and ERROR from any state)")
         attrs = dict(attrs)
         now = int(attrs.pop("now", 0))
+        if "ev_policy" in attrs:
+            try:
+                attrs["ev_policy"] = setup.ev_policy_code(attrs["ev_policy"])
+            except ConfigError as e:
+                raise UsageError(f"modify_qp to {state}: ev_policy = {e.value!r}: {e.problem}") from None
         allowed = ALLOWED_ATTRS[state]
         unknown = set(attrs) - allowed
         if unknown:

@@ -17,7 +17,11 @@ bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
 - ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
   what is due, nothing else).
 
-Completion is reported with `flows.send_done` / `recv_done` / `failed`.
+- ``port_event(E, F, T, host, plane, up, now)``: a host's NIC link on
+  ``plane`` went down (``up`` = 0) or came back (the NIC sees it at once).
+
+Completion is reported with `flows.send_done` / `recv_done` / `failed`; an
+input that changes other endpoints queues them with `sched.wake`.
 Adding a transport: its module, a field in `Transports`, a code below, one
 `elif` in each function, and its Python setup in `transports/__init__.py`.
 """
@@ -27,12 +31,17 @@ from collections import namedtuple
 
 from mrc.emulator._jit import njit
 from mrc.emulator.state import NEVER
-from mrc.emulator.transports import roce
+from mrc.emulator.transports import mrcqp, roce
 
 TP_NONE = 0
 TP_ROCE = 1
+TP_MRC = 2  # mrc, mrc-1ev, spray, reps, ar: the MRC core (mrcqp)
 
-Transports = namedtuple("Transports", ["roce", "roce_p"])
+Transports = namedtuple("Transports", [
+    "roce", "roce_p",
+    # MRC: the fabric's CoreTables, parameters, header sizes, host controllers, EV event log
+    "core", "mrc_p", "mrc_hdr", "mrc_host", "mrc_ctl", "mrc_free", "mrc_s", "mrc_evlog",
+])
 Transports.__doc__ = "State of every transport (unused ones hold empty tables, so one compiled loop serves all)."
 
 
@@ -41,6 +50,8 @@ def flow_start(E, F, T, f, now):
     c = E.ep[E.flow[f]["ep"]]["tcode"]
     if c == TP_ROCE:
         roce.flow_start(E, F, T.roce, T.roce_p, f, now)
+    elif c == TP_MRC:
+        mrcqp.flow_start(E, F, T, f, now)
 
 
 @njit(inline="always")
@@ -48,6 +59,8 @@ def tx_next(E, F, T, ep, now, q, allow_data, i):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
         return roce.tx_next(E, F, T.roce, T.roce_p, ep, now, q, allow_data, i)
+    if c == TP_MRC:
+        return mrcqp.tx_next(E, F, T, ep, now, q, allow_data, i)
     return 0
 
 
@@ -56,6 +69,8 @@ def ready_at(E, F, T, ep, now):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
         return roce.ready_at(E, T.roce, T.roce_p, ep, now)
+    if c == TP_MRC:
+        return mrcqp.ready_at(E, T, ep, now)
     return NEVER
 
 
@@ -64,6 +79,8 @@ def next_deadline(E, F, T, ep):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
         return roce.next_deadline(E, T.roce, T.roce_p, ep)
+    if c == TP_MRC:
+        return mrcqp.next_deadline(E, T, ep)
     return NEVER
 
 
@@ -72,6 +89,8 @@ def on_rx(E, F, T, ep, i, now):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
         roce.on_rx(E, F, T.roce, T.roce_p, ep, i, now)
+    elif c == TP_MRC:
+        mrcqp.on_rx(E, F, T, ep, i, now)
 
 
 @njit(inline="always")
@@ -79,3 +98,11 @@ def on_timer(E, F, T, ep, now):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
         roce.on_timer(E, F, T.roce, T.roce_p, ep, now)
+    elif c == TP_MRC:
+        mrcqp.on_timer(E, F, T, ep, now)
+
+
+@njit
+def port_event(E, F, T, host, plane, up, now):
+    if T.mrc_p.shape[0] > 0:
+        mrcqp.port_event(E, F, T, host, plane, up, now)

@@ -29,7 +29,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core import evset, loss, requester, responder
+from mrc.core import evpolicy, evset, loss, requester, responder
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.requester import tx_slot
 from mrc.wire.constants import Opcode
@@ -149,7 +149,7 @@ def _next_probe(T, i, now, port_mask, out, k):
             requester.build_probe(T, i, out, k, s, now)
             return K_PROBE
     if q["rel_probe_pending"] == 1:
-        s = evset.select_ev(T, i, port_mask, now)
+        s = evpolicy.select_ev(T, i, port_mask, now)
         if s >= 0:
             requester.build_probe(T, i, out, k, s, now)
             q["rel_probe_pending"] = 2

@@ -103,6 +103,14 @@ ERR_WIMM_OVERFLOW = 20  # more Write-with-Immediate stashed than max_wimm_dest
 ERR_NO_RECV = 21  # Write-with-Immediate arrived with no posted receive (RNR unsupported)
 ERR_REMOTE_FATAL = 22  # NACK UNEXP_EVENT from the peer
 
+# EV selection policies (QP attribute ``ev_policy``; `evpolicy` implements them).
+EVP_MRC = 0  # MRC: spray over the active set, per-EV health (the default)
+EVP_ONE = 1  # one EV per QP (ECMP-like), moved only when it is retired or its plane goes down
+EVP_OBLIVIOUS = 2  # oblivious spraying over every EV of the profile, no per-EV health
+EVP_REPS = 3  # REPS: recycle EVs whose SACKs came back unmarked; freeze / explore after losses
+EV_POLICY_NAMES = ("MRC", "ONE", "OBLIVIOUS", "REPS")
+REPS_MAX_BUFFER = 8
+
 # Congestion control algorithms (CC profile `algorithm`).
 CC_NONE = 0  # fixed window (max_cwnd)
 CC_NSCC = 1  # "uet-1.0-nscc"
@@ -174,6 +182,21 @@ QP = np.dtype(
         ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
         ("rot_pos", np.uint16, (MAX_PLANES,)),  # position in each plane's current visiting order
         ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
+        ("ev_policy", np.uint8),  # EVP_*: how data EVs are chosen (evpolicy.py)
+        ("ev_pin", np.int16),  # EVP_ONE: the EV slot in use (-1: none yet)
+        ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
+        ("reps_head", np.uint8),  # next buffer entry written
+        ("reps_n", np.uint8),  # entries written so far (<= reps_buffer)
+        ("reps_valid", np.uint8),  # bit j: entry j is fresh (not reused yet)
+        ("reps_fhead", np.uint8),  # freezing: next entry to reuse
+        ("reps_frozen", np.uint8),
+        ("reps_explore", np.uint16),  # random EVs to explore after a freeze (config)
+        ("reps_explore_left", np.uint16),  # random EVs still to explore
+        ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
+        ("reps_buf", np.int16, (REPS_MAX_BUFFER,)),  # EV slots whose SACK came back unmarked
+        ("reps_uses", np.uint8, (REPS_MAX_BUFFER,)),  # reuses left of each entry
+        ("reps_freeze_ps", np.int64),  # how long a freeze lasts (config)
+        ("reps_unfreeze", np.int64),  # when the current freeze ends
         ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
         ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
         ("ev_probe_deadline", np.int64),  # earliest future EV-probe time
@@ -264,6 +287,7 @@ QP = np.dtype(
         ("sacks_tx", np.int64),
         ("nacks_tx", np.int64),
         ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
+        ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
     ],
     align=True,
 )

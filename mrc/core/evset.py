@@ -56,6 +56,20 @@ EV_FSM = np.array(
     dtype=np.uint8,
 )
 
+# EV_POLICY_INPUT[policy, input]: 1 where the per-EV state machine takes the input under that
+# EV selection policy (`evpolicy`). OBLIVIOUS and REPS have no MRC path health: congestion and
+# loss signals leave EV states alone; probes and the controller still act.
+#                      ECN_SACK TRIM ALWAYS_SKIP LOSS PROBE_OK PROBE_ECN ROTATION CTL_DENY CTL_GOOD CTL_BAD
+EV_POLICY_INPUT = np.array(
+    [
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1],  # MRC
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1],  # ONE
+        [0, 0, 0, 0, 1, 1, 1, 1, 1, 1],  # OBLIVIOUS
+        [0, 0, 0, 0, 1, 1, 1, 1, 1, 1],  # REPS
+    ],
+    dtype=np.uint8,
+)
+
 EVENT_BAD = 1
 EVENT_GOOD = 2
 
@@ -78,7 +92,7 @@ def usable_count(T, i):
 
 
 @njit_core
-def _new_cycle(T, i, p, size):
+def new_cycle(T, i, p, size):
     """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots' ``order`` column)."""
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
@@ -110,7 +124,7 @@ def setup_planes(T, i):
     for p in range(n_planes):
         size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
         if size > 0:
-            _new_cycle(T, i, p, size)
+            new_cycle(T, i, p, size)
     rebalance(T, i)
 
 
@@ -125,7 +139,7 @@ def pick_in_plane(T, i, p, now):
         return -1
     for _ in range(2 * size + 1):
         if q["rot_pos"][p] >= size:
-            _new_cycle(T, i, p, size)
+            new_cycle(T, i, p, size)
         k = start + i64(row[start + i64(q["rot_pos"][p])]["order"])
         q["rot_pos"][p] += 1
         e = row[k]
@@ -190,6 +204,8 @@ def ev_input(T, i, k, inp, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]
     old = e["state"]
+    if EV_POLICY_INPUT[q["ev_policy"], inp] == 0:
+        return old
     new = EV_FSM[old, inp]
     if new == old:
         return old
@@ -200,6 +216,8 @@ def ev_input(T, i, k, inp, now):
             if new == old:
                 return old
     e["state"] = new
+    if new == D.EV_SKIP:
+        q["ev_skips"] += 1
     if new == D.EV_ASSUMED_BAD:
         e["bad_since"] = now
         e["probe_ok"] = 0

@@ -24,7 +24,8 @@ Sources and choices (docs/protocol.md):
   local send-time database"): a sample is now minus our own send time of the
   transmission the feedback answers (the SACK's trigger PSN cack_psn +
   ack_psn_offset, the NACK's PSN, or for a probe's answer the last probe sent
-  on the EV it reflects); the reflected 16-bit timestamp, which wraps every
+  on the EV it reflects); a NACK's sample goes to NSCC only, not into
+  ``last_rtt`` / ``srtt`` (RACK's RTT is a delivered packet's, RFC 8985); the reflected 16-bit timestamp, which wraps every
   2^16 x ``ts_unit_ps``, only tells which transmission that was (no match, no
   sample: Karn's rule). See `_rtt_sample`.
 - A retransmission acknowledged sooner than the base RTT after it was sent
@@ -40,7 +41,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core import evset, nscc
+from mrc.core import evpolicy, evset, nscc
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
@@ -111,6 +112,8 @@ def _retire_ev_after_loss(T, i, slot, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
+    if q["ev_policy"] == D.EVP_REPS:
+        evpolicy.feedback(T, i, slot, evpolicy.FB_LOSS, now)
     before = e["state"]
     after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
@@ -159,6 +162,15 @@ def _progress(q, now):
         q["rel_probe_deadline"] = D.NO_DEADLINE
 
 
+@njit_core(inline="always")
+def _rtt_of(q, send_time, reflected_ts, now):
+    """``now - send_time`` if the reflected timestamp names that transmission, else -1 (no estimate changes)."""
+    if send_time < 0 or timestamp(q, send_time) != reflected_ts:
+        return -1
+    rtt = now - send_time
+    return rtt if rtt > 0 else 0
+
+
 @njit_core
 def _rtt_sample(q, send_time, reflected_ts, now):
     """RTT sample of the transmission sent at `send_time` that a SACK / NACK / probe answer acknowledges.
@@ -172,11 +184,9 @@ def _rtt_sample(q, send_time, reflected_ts, now):
     no sample. The reflected timestamp alone is never an RTT: it wraps every
     2^16 x ``ts_unit_ps`` (524 us at 8 ns).
     """
-    if send_time < 0 or timestamp(q, send_time) != reflected_ts:
-        return -1
-    rtt = now - send_time
+    rtt = _rtt_of(q, send_time, reflected_ts, now)
     if rtt < 0:
-        rtt = 0
+        return -1
     q["last_rtt"] = rtt
     if q["srtt"] <= 0:
         q["srtt"] = rtt
@@ -185,12 +195,46 @@ def _rtt_sample(q, send_time, reflected_ts, now):
     return rtt
 
 
+@njit_core
+def _probe_answer(T, i, slot, m, now):
+    """A probe's answer (SACK, pr = 1) reflected EV `slot`: an ASSUMED_BAD EV's probe count, or else
+    a path of ours that just worked end to end, which becomes its plane's reverse (control) EV."""
+    q = T.qp[i]
+    e = T.ev[q["ev_row"], slot]
+    if e["state"] == D.EV_ASSUMED_BAD:
+        evset.probe_answered(T, i, slot, m, now)
+    else:
+        q["rev_ev"][e["plane"]] = slot
+        if q["rev_probe_slot"] == slot:
+            q["rev_probe_slot"] = -1
+            q["rev_probe_timeout"] = D.NO_DEADLINE
+
+
+@njit_core
+def _probe_answer_only(T, i, p, now):
+    """A QP with no send half (no TX row: it only receives) gets the answers to its reverse-EV probes."""
+    q = T.qp[i]
+    slot = evset.find_slot(T, i, p["entropy"])
+    if slot < 0:
+        q["rx_dropped"] += 1
+        return
+    q["sacks_rx"] += 1
+    e = T.ev[q["ev_row"], slot]
+    rtt = _rtt_sample(q, e["probe_sent"], p["tx_timestamp"], now)
+    if rtt >= 0:
+        e["last_rtt"] = rtt
+    _probe_answer(T, i, slot, p["m"], now)
+
+
 @njit_core(inline="always")
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
     if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
-        q["rx_dropped"] += 1
+        if q["state"] == D.QPS_RTS and p["pr"]:
+            _probe_answer_only(T, i, p, now)
+        else:
+            q["rx_dropped"] += 1
         return
     cack = p["cack_psn"] & 0xFFFFFF
     new_una = psn_add(cack, 1)
@@ -246,14 +290,9 @@ def on_sack(T, i, p, now):
                 q["rel_probe_slot"] = -1
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
-            if e["state"] == D.EV_ASSUMED_BAD:
-                evset.probe_answered(T, i, slot, p["m"], now)
-            else:
-                # a path of ours just worked end to end: use it for control packets
-                q["rev_ev"][e["plane"]] = slot
-                if q["rev_probe_slot"] == slot:
-                    q["rev_probe_slot"] = -1
-                    q["rev_probe_timeout"] = D.NO_DEADLINE
+            _probe_answer(T, i, slot, p["m"], now)
+        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS:
+            evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == 1:
             q["ecn_sacks_rx"] += 1
             e["ecn_marks"] += 1
@@ -287,7 +326,10 @@ def on_nack(T, i, p, now):
     ent = tx_slot(T, q, psn)
     slot = ent["ev_slot"]
     ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
-    rtt = _rtt_sample(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
+    # the NACK's RTT feeds NSCC only: RACK's RTT (last_rtt) and srtt come from delivered packets
+    # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
+    # data queues, so it would make RACK declare queued packets lost
+    rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
     if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
         q["peer_mpr"] = p["mpr"]
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):

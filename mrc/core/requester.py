@@ -12,6 +12,8 @@
   (at least one packet may always be in flight).
 - Retransmissions reuse the PSN, set BTH rtx, take a new EV, and use the
   retransmission DSCP.
+- The EV of every packet comes from the QP's selection policy
+  (`evpolicy.select_ev`: MRC by default).
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core.evset import select_ev
+from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
 from mrc.wire.constants import Opcode

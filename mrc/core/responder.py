@@ -259,9 +259,10 @@ def on_data(T, i, p, now):
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
-    if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
+    if q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS:
         q["rx_dropped"] += 1
         return
+    # a QP without a receive half (no RX row) answers too: its SACK reports nothing received
     _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
 
 
@@ -299,7 +300,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     bits = 0
     mask = T.rx.shape[1] - 1
     for b in range(64):
-        if sack_off + b > window:
+        if sack_off + b > window or q["rx_row"] < 0:
             break
         if T.rx[q["rx_row"], (base + b) & mask]["flags"] & D.RX_RECEIVED:
             bits |= 1 << b

@@ -25,6 +25,14 @@ probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
 ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
                                         transmissions apart; RTTs use send times)
+ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
+                                        1 ONE, 2 OBLIVIOUS, 3 REPS
+reps_buffer             8               REPS paper / UEC htsim recycle buffer
+reps_reuse              ack_every_pkts  uses of each recycled EV: one SACK stands
+                                        for that many packets (htsim's usable
+                                        lifetime with coalesced ACKs)
+reps_explore            16              htsim: random EVs explored after a freeze
+reps_freeze_ps          10 ms           htsim ``exit_freeze_after``
 dscp_*                  4 / 8 / 46      third-party emulator values
 trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"
@@ -44,7 +52,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core import evset, nscc
+from mrc.core import evpolicy, evset, nscc
 from mrc.errors import ConfigError
 from mrc.units import NS, US
 from mrc.wire import constants as C
@@ -75,6 +83,11 @@ QP_DEFAULTS = {
     "emulate_access": 0,
     "ev_event_mask": 3,
     "trim_nack_dest": 1,
+    "ev_policy": D.EVP_MRC,
+    "reps_buffer": D.REPS_MAX_BUFFER,
+    "reps_reuse": None,  # ack_every_pkts
+    "reps_explore": 16,
+    "reps_freeze_ps": 10_000 * US,
 }
 
 # (low, high) bounds checked by `configure_qp`; mrc.h gives the maxima of timeout and retries.
@@ -104,6 +117,11 @@ QP_BOUNDS = {
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
     "trim_nack_dest": (0, 1),
+    "ev_policy": (0, len(D.EV_POLICY_NAMES) - 1),
+    "reps_buffer": (1, D.REPS_MAX_BUFFER),
+    "reps_reuse": (1, 255),
+    "reps_explore": (0, 65535),
+    "reps_freeze_ps": (0, 1 << 50),
 }
 
 
@@ -175,19 +193,31 @@ def write_cc(T, index: int, prof: dict) -> None:
         row[key] = value
 
 
+def ev_policy_code(value) -> int:
+    """An EV selection policy given by name ("MRC", "ONE", "OBLIVIOUS", "REPS", any case) or code."""
+    if isinstance(value, str):
+        names = [n.lower() for n in D.EV_POLICY_NAMES]
+        if value.lower() not in names:
+            raise ConfigError("qp.ev_policy", value, f"unknown EV selection policy (one of {', '.join(D.EV_POLICY_NAMES)})")
+        return names.index(value.lower())
+    return value
+
+
 def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
     """Write QP attributes (defaults for those not given) into row `i`; returns what was written."""
     cfg = dict(QP_DEFAULTS)
     for key, value in attrs.items():
         if key not in QP_DEFAULTS:
             raise ConfigError(f"qp.{key}", value, f"unknown QP attribute (known: {', '.join(sorted(QP_DEFAULTS))})")
-        cfg[key] = value
+        cfg[key] = ev_policy_code(value) if key == "ev_policy" else value
     if cfg["ev_min_active"] is None:
         cfg["ev_min_active"] = n_ev // 4
     if cfg["reorder_window_ps"] is None:
         cfg["reorder_window_ps"] = base_rtt_ps
     if cfg["rev_probe_interval_ps"] is None:
         cfg["rev_probe_interval_ps"] = base_rtt_ps
+    if cfg["reps_reuse"] is None:
+        cfg["reps_reuse"] = min(cfg["ack_every_pkts"], 255) if isinstance(cfg["ack_every_pkts"], int) else 1
     for key, value in cfg.items():
         lo, hi = QP_BOUNDS[key]
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
@@ -251,6 +281,7 @@ def start_requester(T, i, sq_psn, now):
     q["ev_probe_deadline"] = D.NO_DEADLINE
     q["ev_probe_due"] = 0
     q["tx_active_until"] = 0
+    evpolicy.start(T, i)
     nscc.cc_init(T, i, now)
 
 

@@ -323,3 +323,21 @@ def test_without_trim_nacks_a_trimmed_header_is_only_counted_and_loss_detection_
     assert pair.qp(1)["rx_trimmed"] >= 1 and pair.qp(1)["nacks_tx"] == 0
     assert pair.qp(0)["trims_rx"] == 0 and pair.qp(0)["losses"] >= 1  # recovered as a silent loss
     assert not [p for _, p in pair.received[0] if p["opcode"] == Opcode.MRC_RELIABILITY_NACK]
+
+
+def test_half_qps_answer_and_use_reverse_probes():
+    """A send-only QP (no RX row) and a receive-only QP (no TX row), as the emulator allocates them:
+    the receiver's reverse-EV probes are answered by the sender and refresh its reverse EVs."""
+    from mrc.harness import Network, Pair
+
+    pair = Pair(n_planes=2, evs_per_plane=8, network=Network(rate_bps=100 * 10**9))
+    pair.T.qp[0]["rx_row"] = -1
+    pair.T.qp[1]["tx_row"] = -1
+    pair.T.qp[1]["wr_row"] = -1
+    assert pair.transfer(300 * MTU)
+    rx, tx = pair.qp(1), pair.qp(0)
+    assert int(rx["rx_bytes"]) == 300 * MTU
+    assert int(rx["probes_tx"]) > 0 and int(rx["sacks_rx"]) > 0  # probes sent, answers handled
+    assert int(tx["rx_dropped"]) == 0  # the sender answered every probe
+    states = pair.T.ev[1, : int(rx["n_ev"])]["state"]
+    assert not (states == D.EV_ASSUMED_BAD).any()  # no reverse probe timed out

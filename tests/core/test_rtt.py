@@ -7,7 +7,7 @@ alias (docs/protocol.md, "RTT samples").
 from __future__ import annotations
 
 from mrc.core import dispatch, dtypes as D, evset
-from mrc.core.setup import fixed_window_profile
+from mrc.core.setup import fixed_window_profile, nscc_profile
 from mrc.harness import Network, Pair
 from mrc.units import MS, US
 from mrc.wire.constants import NackReason, Opcode
@@ -45,8 +45,10 @@ def test_a_sack_is_timed_from_its_trigger_psns_send_time():
     assert pair.T.ev[0, slot]["last_rtt"] == RTT
 
 
-def test_a_nack_is_timed_from_the_nacked_psns_send_time():
-    pair = long_pair()
+def test_a_nack_is_timed_from_the_nacked_psns_send_time_for_nscc_only():
+    """The trim NACK's RTT (3 ms, far above NSCC's 6 us target) cuts the window; RACK's RTT and
+    srtt are a delivered packet's, so they do not move (the trimmed header skipped the queues)."""
+    pair = long_pair(cc=nscc_profile(rate_bps=100 * 10**9, base_rtt_ps=8 * US))
     pair.post_write(0, MTU)
     (pkt,) = answers(pair, 0)
     pkt["trim"], pkt["payload_len"] = 1, 0
@@ -54,9 +56,12 @@ def test_a_nack_is_timed_from_the_nacked_psns_send_time():
     pair.deliver(1, pkt)
     (nack,) = answers(pair, 1)
     assert nack["opcode"] == Opcode.MRC_RELIABILITY_NACK and nack["nack_reason"] == NackReason.TRIMMED
+    q = pair.qp(0)
+    before = (int(q["last_rtt"]), int(q["srtt"]), float(q["cwnd"]))
     pair.now = RTT
     pair.deliver(0, nack)
-    assert pair.qp(0)["last_rtt"] == RTT
+    assert (int(q["last_rtt"]), int(q["srtt"])) == before[:2]
+    assert float(q["cwnd"]) <= before[2] * 0.5  # NSCC cut the window (decrease, QuickAdapt)
 
 
 def test_a_probe_answer_is_timed_from_the_probe_on_the_ev_it_reflects():

@@ -1,0 +1,414 @@
+"""Python side of the MRC transports: parameters, EV profiles, the fabric's CoreTables, ideal FCTs.
+
+Five transports share the MRC core (`mrcqp`, `mrcctl`) and differ in the EV
+selection policy of their QPs (`mrc.core.evpolicy`) and in how switches
+forward:
+
+===========  ==============  ============  ========================================================
+name         ev_policy       forwarding    what it isolates
+===========  ==============  ============  ========================================================
+``mrc``      MRC             SRv6 uSID     MRC as specified: spraying over 100s of paths, path health
+``mrc-1ev``  ONE             SRv6 uSID     one path per QP (ECMP-like): what spraying buys
+``spray``    OBLIVIOUS       SRv6 uSID     oblivious spraying, no path health: what health buys
+``reps``     REPS            SRv6 uSID     REPS' recycling of good EVs instead of MRC's health
+``ar``       OBLIVIOUS, one  adaptive      switch adaptive routing (least-loaded uplink per packet,
+             EV per plane    routing       Spectrum-X style) under a reordering-tolerant transport
+===========  ==============  ============  ========================================================
+
+Parameters (``[transport]`` keys; defaults and sources):
+
+=======================  ==========================  ================================================
+key                      default                     meaning / source
+=======================  ==========================  ================================================
+ev_policy                per transport               "MRC", "ONE", "OBLIVIOUS", "REPS" (docs/protocol.md)
+ev_count                 256 (``ar``: one per plane)  EVs per profile, spread evenly over the planes;
+                                                     capped at the pair's distinct paths (MANI: "128 to
+                                                     256 entries, distributed equally across all
+                                                     network planes")
+ev_active_target         128                         active EVs (MANI: "typically over 100"); the rest
+                                                     are backups
+ev_min_active            ev_count / 4                OCP example
+mtu                      4096                        payload bytes per packet
+mpr                      auto: 2 x max window, <= 8  room for twice the QP's largest window (NSCC's
+                                                     max_cwnd) in units of 128 PSNs, at most the OCP
+                                                     example's 8 (`auto_mpr`); the tables hold
+                                                     min(mpr x 128, the largest flow's packets) PSNs
+                                                     per QP
+timeout                  8 (262 us)                  OCP example (local ACK timeout exponent)
+retry_linear, retry_exp  7, 7                        OCP maximum / ours (finite)
+ack_every_pkts           4                           UET htsim: ACK every 16 KiB
+ack_every_bytes          16384                       (same)
+ack_delay_us             1                           ours
+always_skip_marks        8                           ours
+reorder_window_us        the fabric's base RTT       ours (RACK)
+ev_probe_interval_us     100                         ours
+probe_successes          2                           ours
+rev_probe_interval_us    the fabric's base RTT       MANI 3.8 ("each RTT")
+trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
+cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
+cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
+base_rtt_us              the fabric's longest path   NSCC base RTT (the CC profile's, notes 7.2)
+reps_buffer              8                           REPS (ev_policy REPS): recycle buffer
+reps_reuse               ack_every_pkts              uses of a recycled EV
+reps_explore             16                          random EVs after a freeze
+reps_freeze_us           10000                       freeze length (htsim exit_freeze_after)
+ctl_timeout_us           1000                        port status update answer timeout (mrc.ctl's)
+ctl_retries              7                           ours
+ctl_probe_us             500                         controller EV probes of ASSUMED_BAD EVs (0: off;
+                                                     ours)
+ctl_probe_successes      2                           answers in a row before the controller returns the
+                                                     EV to GOOD (ours)
+ev_log_capacity          1000000                     EV events kept for ``ev_events.csv``
+=======================  ==========================  ================================================
+
+The NSCC profile is `mrc.core.setup.nscc_profile` for a QP of all its planes'
+rate (one plane for ``mrc-1ev``) and the fabric's base RTT (`mrc.fabric.presets`).
+EV profiles: for each (source, destination) pair the controller generates
+one profile from the fabric's EV format (`mrc.fabric.evformat`): per plane an
+equal share of ``ev_count``, distinct hop choices drawn from the run's seed;
+pairs under one T0 have one path per plane (their choice fields are zero, as
+`srv6_profile` requires). QPs to the same destination share the profile; each
+keeps its own EV states and seeded rotation.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc._jit import njit
+from mrc.core import dtypes as D
+from mrc.core import setup as core_setup
+from mrc.core import tables
+from mrc.emulator import state as ST
+from mrc.emulator.keys import Table
+from mrc.emulator.transports import mrcctl, mrcqp
+from mrc.emulator.transports.dispatch import TP_MRC
+from mrc.emulator.transports.mrc_profiles import auto_mpr, ecmp_pin, profile_sizes, profiles, qp_rng, rdma_udp_sport
+from mrc.errors import ConfigError
+from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
+from mrc.fabric.presets import base_rtt_ps
+from mrc.units import US, serialization_ps
+from mrc.wire.constants import Opcode
+from mrc.wire.packet import ext_len
+
+POLICY_CODES = {n: k for k, n in enumerate(D.EV_POLICY_NAMES)}
+IP_UDP_BYTES = 40 + 40 + 8  # outer IPv6 (the SRv6 carrier), inner IPv6, UDP (mrc-public-notes 2.1)
+BTH_ICRC_BYTES = 12 + 4
+
+
+def header_sizes() -> np.ndarray:
+    """Bytes on the wire (no Ethernet) of each opcode's packet without payload, SRv6 mode, TSETH on."""
+    out = np.zeros(256, np.int32)
+    for op in Opcode:
+        n = int(ext_len(int(op), 1))
+        if n >= 0:
+            out[int(op)] = IP_UDP_BYTES + BTH_ICRC_BYTES + n
+    return out
+
+
+class Variant:
+    """One named MRC transport (the registry entry): its policy and forwarding."""
+
+    def __init__(self, name: str, policy: str, forwarding: str, description: str):
+        self.NAME = name
+        self.DESCRIPTION = description
+        self.policy = policy
+        self.forwarding = forwarding
+
+    def parse(self, t: Table, topo) -> dict:
+        return parse(t, topo, self)
+
+    def switch_defaults(self, p: dict) -> dict:
+        return {"pfc": False, "ecn_last_hop": False, "trim": True}
+
+    def check_switch(self, p: dict, sw) -> None:
+        if sw.pfc:
+            raise ConfigError("switch.pfc", True, f"transport {self.NAME} runs on a lossy fabric (MRC disables PFC, "
+                              "mrc-public-notes 5); set switch.pfc = false")
+
+    def setup(self, topo, flows, p, sw, rng, lat):
+        return setup(topo, flows, p, sw, rng, lat)
+
+    def collect(self, T) -> dict:
+        return collect(T)
+
+    def flow_series(self, T, E, flows: list, t: int) -> dict:
+        return flow_series(T, E, flows, t)
+
+
+VARIANTS = [
+    Variant("mrc", "MRC", "srv6", "MRC: the core on every NIC, spraying over SRv6 paths with path health"),
+    Variant("mrc-1ev", "ONE", "srv6", "MRC pinned to one ECMP-hashed EV per QP (moved only when it dies)"),
+    Variant("spray", "OBLIVIOUS", "srv6", "MRC with oblivious EV cycling and no path health"),
+    Variant("reps", "REPS", "srv6", "MRC with REPS EV recycling (freeze / explore after losses)"),
+    Variant("ar", "OBLIVIOUS", "ar", "switch adaptive routing (least-loaded uplink) under MRC's core"),
+]
+
+
+def parse(t: Table, topo, v: Variant) -> dict:
+    rtt = base_rtt_ps(topo.spec)
+    planes = topo.n_planes
+    p = dict(
+        name=v.NAME,
+        forwarding=v.forwarding,
+        ev_policy=t.choice("ev_policy", tuple(D.EV_POLICY_NAMES), v.policy),
+        ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535),
+        ev_active_target=t.int("ev_active_target", 128, lo=1, hi=65535),
+        ev_min_active=t.int("ev_min_active", None, lo=0),
+        mtu=t.int("mtu", 4096, lo=256, hi=1 << 16),
+        mpr=t.int("mpr", None, lo=1, hi=255),
+        timeout=t.int("timeout", 8, lo=0, hi=24),
+        retry_linear=t.int("retry_linear", 7, lo=0, hi=7),
+        retry_exp=t.int("retry_exp", 7, lo=0, hi=25),
+        ack_every_pkts=t.int("ack_every_pkts", 4, lo=1, hi=65535),
+        ack_every_bytes=t.int("ack_every_bytes", 16384, lo=1, hi=1 << 31),
+        ack_delay_us=t.num("ack_delay_us", 1.0, lo=0),
+        always_skip_marks=t.int("always_skip_marks", 8, lo=0, hi=65535),
+        reorder_window_us=t.num("reorder_window_us", rtt / US, lo=0),
+        ev_probe_interval_us=t.num("ev_probe_interval_us", 100.0, lo=0, lo_open=True),
+        probe_successes=t.int("probe_successes", 2, lo=1, hi=255),
+        rev_probe_interval_us=t.num("rev_probe_interval_us", rtt / US, lo=0, lo_open=True),
+        trim_nack=t.bool("trim_nack", True),
+        cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
+        cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
+        base_rtt_us=t.num("base_rtt_us", rtt / US, lo=0, lo_open=True),
+        reps_buffer=t.int("reps_buffer", D.REPS_MAX_BUFFER, lo=1, hi=D.REPS_MAX_BUFFER),
+        reps_reuse=t.int("reps_reuse", None, lo=1, hi=255),
+        reps_explore=t.int("reps_explore", 16, lo=0, hi=65535),
+        reps_freeze_us=t.num("reps_freeze_us", 10_000.0, lo=0),
+        ctl_timeout_us=t.num("ctl_timeout_us", 1000.0, lo=0, lo_open=True),
+        ctl_retries=t.int("ctl_retries", 7, lo=0, hi=1000),
+        ctl_probe_us=t.num("ctl_probe_us", 500.0, lo=0),
+        ctl_probe_successes=t.int("ctl_probe_successes", 2, lo=1, hi=1000),
+        ev_log_capacity=t.int("ev_log_capacity", 1_000_000, lo=0),
+    )
+    if planes > D.MAX_PLANES:
+        raise ConfigError("topology.planes", planes, f"the MRC core handles at most {D.MAX_PLANES} planes")
+    if p["cc_window_bytes"] is not None and p["cc"] != "none":
+        raise ConfigError(t.key("cc_window_bytes"), p["cc_window_bytes"], "only with cc = \"none\"")
+    return p
+
+
+# ---------------------------------------------------------------- ideal FCT
+
+
+@njit
+def _ideal(F, src, dst, ev, sizes, mtu, planes_used, hdr_data, hdr_sack, framing, lat, ideal):
+    """FCT alone on the idle fabric: the packets striped over the planes used, plus the base RTT."""
+    out = np.empty(MAX_ROUTE_PORTS, np.int64)
+    for f in range(src.shape[0]):
+        n = ev_route(F, src[f], dst[f], ev[f], out)
+        size = sizes[f]
+        npk = (size + mtu - 1) // mtu
+        last = size - mtu * (npk - 1)
+        rate0 = F.port[out[0]]["rate"]
+        full = serialization_ps(hdr_data + mtu + framing, rate0)
+        k = (npk + planes_used - 1) // planes_used  # packets on the busiest port (port 0 of the rotation)
+        if (npk - 1) % planes_used == 0:  # the short last packet is on that port
+            t = (k - 1) * full + serialization_ps(hdr_data + last + framing, rate0)
+        else:
+            t = k * full
+        big = hdr_data + (mtu if npk > 1 else last)
+        for h in range(n):
+            q = out[h]
+            r = F.port[q]["rate"]
+            t += 2 * F.port[q]["delay"] + serialization_ps(hdr_sack + framing, r)
+            if h < n - 1:
+                t += 2 * lat
+            if h > 0:
+                t += serialization_ps(big + framing, r)
+        ideal[f] = t
+
+
+# ---------------------------------------------------------------- setup
+
+
+def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
+    """Endpoints (2 per flow + 1 controller per host), the Transports fields, each flow's ideal FCT."""
+    nf = len(flows)
+    P = topo.n_planes
+    H = topo.n_hosts
+    n_qp = 2 * nf
+    src = flows["src"].astype(np.int64)
+    dst = flows["dst"].astype(np.int64)
+    sizes = flows["size"].astype(np.int64)
+    mtu = p["mtu"]
+    max_pkts = int(((sizes + mtu - 1) // mtu).max()) if nf else 1
+    if max_pkts >= 1 << 23:
+        raise ConfigError("workload.size_bytes", int(sizes.max()), f"more than 2^23 packets of {mtu} B in one flow "
+                          "(half the 24-bit PSN space)")
+    # the QP's largest window: NSCC's max_cwnd (1.5 BDP of the planes it uses) or the fixed window
+    link = int(topo.port[0]["rate"])
+    planes_used = 1 if p["ev_policy"] == "ONE" else P
+    base_rtt = int(round(p["base_rtt_us"] * US))
+    bdp = planes_used * link * base_rtt // (8 * 10**12)
+    max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
+    want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
+    window = 128
+    while window < min(want * 128, max_pkts):
+        window <<= 1
+    mpr = min(want, window // 128)
+
+    ep = np.zeros(n_qp + H, ST.EP)
+    ep["timer_at"] = ST.NEVER
+    ep["tcode"] = TP_MRC
+    req = np.arange(0, n_qp, 2)
+    resp = req + 1
+    ep["host"][req], ep["host"][resp] = src, dst
+    ep["peer"][req], ep["peer"][resp] = resp, req
+    ep["flow"][req] = ep["flow"][resp] = np.arange(nf)
+    ep["planes"][:] = (1 << P) - 1
+    ep["host"][n_qp:] = np.arange(H)
+    ep["peer"][n_qp:] = -1
+    ep["flow"][n_qp:] = -1
+    flows["ep"] = req
+
+    # EV profiles: QP 2f (src -> dst), QP 2f + 1 (dst -> src)
+    qsrc = np.empty(n_qp, np.int64)
+    qdst = np.empty(n_qp, np.int64)
+    qsrc[req], qsrc[resp] = src, dst
+    qdst[req], qdst[resp] = dst, src
+    max_ev = profile_sizes(topo, p)
+    F = topo.arrays
+    seed = int(rng.integers(0, 2**62))
+    T = tables.allocate(max(n_qp, 1), max_ev=max_ev, window=window, max_wr=1, max_recv=1, n_mr=1, n_cc=1,
+                        evt_capacity=4096, n_ev_rows=max(n_qp, 1), n_tx_rows=max(nf, 1), n_rx_rows=max(nf, 1),
+                        n_wr_rows=max(nf, 1), n_rq_rows=1)
+    ev_vals = np.zeros((max(n_qp, 1), max_ev), np.int64)
+    ev_planes = np.zeros((max(n_qp, 1), max_ev), np.int64)
+    n_ev = np.zeros(max(n_qp, 1), np.int64)
+    profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar")
+    pin = np.full(max(n_qp, 1), -1, np.int64)
+    if p["ev_policy"] == "ONE" and n_qp:
+        qplane = rng.integers(0, P, n_qp) if P > 1 else np.zeros(n_qp, np.int64)
+        sport = rdma_udp_sport((0x100 + np.arange(n_qp)) & 0xFFFFFF, (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF)
+        ecmp_pin(F, qsrc, qdst, qplane.astype(np.int64), sport.astype(np.int64), ev_vals, ev_planes, n_ev, pin)
+    if n_qp:
+        T.ev["ev"][:n_qp] = ev_vals[:n_qp]
+        T.ev["plane"][:n_qp] = ev_planes[:n_qp]
+        col = np.arange(max_ev)[None, :]
+        T.ev["state"][:n_qp] = np.where(col < n_ev[:n_qp, None], D.EV_GOOD, D.EV_UNUSED)
+
+    # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT
+    if p["cc"] == "none":
+        cc = core_setup.fixed_window_profile(window_bytes=max_window, base_rtt_ps=base_rtt, mtu=mtu)
+    else:
+        cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt)
+    core_setup.write_cc(T, 0, cc)
+
+    # QP attributes: validated once, then written to every row
+    attrs = dict(mtu=mtu, mpr=mpr, mpr_dest=mpr, timeout=p["timeout"], retry_linear=p["retry_linear"],
+                 retry_exp=p["retry_exp"], ev_active_target=p["ev_active_target"],
+                 ack_every_pkts=p["ack_every_pkts"], ack_every_bytes=p["ack_every_bytes"],
+                 ack_delay_ps=int(round(p["ack_delay_us"] * US)), always_skip_marks=p["always_skip_marks"],
+                 reorder_window_ps=int(round(p["reorder_window_us"] * US)),
+                 ev_probe_interval_ps=int(round(p["ev_probe_interval_us"] * US)),
+                 probe_successes=p["probe_successes"],
+                 rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),
+                 dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
+                 trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
+                 reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
+    if p["reps_reuse"] is not None:
+        attrs["reps_reuse"] = p["reps_reuse"]
+    if n_qp:
+        emin = int(n_ev[:n_qp].min())
+        if p["ev_min_active"] is not None and p["ev_min_active"] > emin:
+            raise ConfigError("transport.ev_min_active", p["ev_min_active"],
+                              f"exceeds the EVs of the smallest profile ({emin})")
+        cfg = core_setup.configure_qp(T, 0, emin, base_rtt, **attrs)
+        qp = T.qp
+        for key, value in cfg.items():
+            if key not in ("ev_min_active",):
+                qp[key][:n_qp] = value
+        qp["ev_min_active"][:n_qp] = (n_ev[:n_qp] // 4 if p["ev_min_active"] is None else p["ev_min_active"])
+        qp["n_ev"][:n_qp] = n_ev[:n_qp]
+        qp["n_planes"][:n_qp] = P
+        qp["ev_row"][:n_qp] = np.arange(n_qp)
+        qp["tx_row"][:n_qp] = -1
+        qp["rx_row"][:n_qp] = -1
+        qp["wr_row"][:n_qp] = -1
+        qp["rq_row"][:n_qp] = -1
+        qp["tx_row"][req] = qp["wr_row"][req] = np.arange(nf)
+        qp["rx_row"][resp] = np.arange(nf)
+        qp["cc_profile"][:n_qp] = 0
+        qp["qpn"][:n_qp] = (0x100 + np.arange(n_qp)) & 0xFFFFFF
+        qp["dest_qpn"][:n_qp] = (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF
+        qp["ev_event_mask"][:n_qp] = 3
+        rngs = np.zeros(n_qp, np.int64)
+        qp_rng(seed ^ 0x5A5A5A5A, n_qp, rngs)
+        qp["rng"][:n_qp] = rngs
+        qp["state"][:n_qp] = D.QPS_RESET
+        qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
+
+    # engine-side tables
+    mp = np.zeros(1, mrcqp.MP)
+    mp[0]["n_qp"] = n_qp
+    mp[0]["mtu"] = mtu
+    mp[0]["fwd"] = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_AR
+    mp[0]["dscp_ctrl"] = sw.dscp.control
+    mp[0]["ctl_timeout"] = int(round(p["ctl_timeout_us"] * US))
+    mp[0]["ctl_retries"] = p["ctl_retries"]
+    mp[0]["ctl_probe"] = int(round(p["ctl_probe_us"] * US))
+    mp[0]["ctl_probe_ok"] = p["ctl_probe_successes"]
+    host = np.zeros(H, mrcctl.HC)
+    host["deadline"] = ST.NEVER
+    host["local_ports"] = (1 << P) - 1
+    host["q_head"] = host["q_tail"] = host["w_head"] = -1
+    # controller requests: an update per (host, peer) each way, probes, answers
+    peers = len(np.unique(np.concatenate([src * H + dst, dst * H + src]))) if nf else 0
+    cap = 2 * peers + 4096
+    ctl = np.zeros(cap, mrcctl.CQ)
+    ctl["next"] = -1
+    free = np.arange(cap - 1, -1, -1, dtype=np.int32)
+    s = np.zeros(mrcctl.N_MS, np.int64)
+    s[mrcctl.MS_FREE_N] = cap
+    hdr = header_sizes()
+
+    # ideal FCTs over the first EV of each flow's profile
+    ideal = np.zeros(nf, np.int64)
+    if nf:
+        data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
+        sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
+        _ideal(F, src, dst, ev_vals[req, 0], sizes, mtu, planes_used, data_hdr, sack, sw.framing_bytes,
+               cfg_switch_latency_ps, ideal)
+    fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
+              "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL)}
+    return ep, fields, ideal
+
+
+def empty() -> dict:
+    """Empty MRC tables (for runs of other transports: one compiled loop serves all)."""
+    T = tables.allocate(1, max_ev=1, window=128, max_wr=1, max_recv=1, n_mr=1, n_cc=1, evt_capacity=1)
+    return {"core": T, "mrc_p": np.zeros(0, mrcqp.MP), "mrc_hdr": np.zeros(256, np.int32),
+            "mrc_host": np.zeros(0, mrcctl.HC), "mrc_ctl": np.zeros(0, mrcctl.CQ), "mrc_free": np.zeros(0, np.int32),
+            "mrc_s": np.zeros(mrcctl.N_MS, np.int64), "mrc_evlog": np.zeros(0, mrcqp.EVL)}
+
+
+def collect(T) -> dict:
+    """What the run leaves for the results: the EV event log and per-QP counters."""
+    n = int(T.mrc_s[mrcctl.MS_EVLOG_N])
+    n_qp = int(T.mrc_p[0]["n_qp"]) if len(T.mrc_p) else 0
+    q = T.core.qp[:n_qp]
+    return {"ev_events": T.mrc_evlog[:n].copy(),
+            "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "losses",
+                                                 "trims_rx", "ecn_sacks_rx", "probes_tx", "sacks_tx", "nacks_tx",
+                                                 "rx_dup", "rx_trimmed", "ev_floor_hits", "ev_skips")}}
+
+
+def flow_series(T, E, flows: list, t: int) -> dict:
+    """Per flow (its requester QP), at time t (read-only): NSCC's window and the bytes in flight
+    (header and payload), the smoothed RTT (us), the EVs that may carry its data (active and GOOD or
+    SKIP), those ASSUMED_BAD, bytes delivered to the receiver."""
+    core = T.core
+    out = {k: [] for k in ("cwnd_bytes", "inflight_bytes", "srtt_us", "active_evs", "bad_evs", "delivered_bytes")}
+    for f in flows:
+        req = int(E.flow[f]["ep"])
+        q = core.qp[req]
+        row = core.ev[int(q["ev_row"])][:int(q["n_ev"])]
+        usable = (row["state"] == D.EV_GOOD) | (row["state"] == D.EV_SKIP)
+        out["cwnd_bytes"].append(float(q["cwnd"]))
+        out["inflight_bytes"].append(int(q["inflight"]))
+        out["srtt_us"].append(int(q["srtt"]) / US)
+        out["active_evs"].append(int(np.count_nonzero(usable & (row["active"] != 0))))
+        out["bad_evs"].append(int(np.count_nonzero(row["state"] == D.EV_ASSUMED_BAD)))
+        out["delivered_bytes"].append(int(core.qp[int(E.ep[req]["peer"])]["rx_bytes"]))
+    return out

@@ -1,0 +1,273 @@
+"""The MRC transports in the engine: every QP runs `mrc.core`, nothing here decides protocol.
+
+One flow is one connected QP pair in the fabric-wide `CoreTables` (``T.core``):
+QP ``ep`` is endpoint ``ep`` (the requester on the source host has a TX row
+and a work request, the responder on the destination an RX row; both have
+their EV rows and handle their own control packets). Endpoints from
+``mrc_p.n_qp`` on are the host controllers (`mrcctl`). The glue maps the
+engine's interface (`transports.dispatch`) onto the core's entry points and
+does only what a NIC and its driver do around a protocol engine:
+
+- ``tx_next``: `mrc.core.dispatch.next_packet` for the NIC port's plane writes
+  the packet's header row straight into the pool (``E.hdr[i]``); its size on
+  the wire is its header stack (outer and inner IPv6, UDP, BTH, the MRC
+  headers of its opcode, ICRC: ``mrc_hdr``) plus payload; its class is
+  control for SACK / NACK / AETH, data otherwise (as its DSCP says); it is
+  routed by the SRv6 carrier of its EV (`mrc.fabric.paths.ev_carrier`: the
+  switches then shift and look up) or, for ``ar``, by adaptive routing;
+- ``on_rx``: `on_packet` with the received header row (trim and ECN as the
+  switches left them);
+- ``ready_at`` / ``next_deadline`` / ``on_timer``: `tx_ready`, `next_deadline`,
+  `on_timer`;
+- after every call the core's events are drained: completions end flows
+  (`flows.send_done` / `failed`), EV state changes are counted, logged
+  (``mrc_evlog``: time, QP, EV, state, drop count) and handed to the
+  controller; the receiver's bytes give goodput and ``recv_done``.
+
+Counters it keeps for the engine: data packets, retransmissions (and
+spurious ones, from the core's QP counters), timeouts, probes, SACKs, NACKs
+by reason, EV events.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.core import dispatch as cdisp
+from mrc.core import dtypes as D
+from mrc.core import evset, qp as core_qp, setup as core_setup
+from mrc.emulator._jit import njit
+from mrc.emulator import flows
+from mrc.emulator import state as ST
+from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
+from mrc.emulator.transports import mrcctl
+from mrc.fabric.paths import ev_carrier
+from mrc.wire.constants import NackReason, Opcode
+
+MP = np.dtype([
+    ("n_qp", np.int64),  # QP endpoints are 0 .. n_qp - 1; host h's controller is n_qp + h
+    ("mtu", np.int64),
+    ("fwd", np.int64),  # state.FWD_SRV6 or FWD_AR
+    ("dscp_ctrl", np.int64),
+    ("ctl_timeout", np.int64),  # ps: a port status update unanswered this long is sent again
+    ("ctl_retries", np.int64),
+    ("ctl_probe", np.int64),  # ps between controller EV probes (0: off)
+    ("ctl_probe_ok", np.int64),  # answers in a row that return an EV to GOOD
+], align=True)
+
+EVL = np.dtype([  # an EV event (mrc_ctl.h: "Only EV_ASSUMED_BAD and EV_GOOD")
+    ("t", np.int64),
+    ("qp", np.int32),
+    ("ev", np.uint32),
+    ("drops", np.uint32),  # losses counted on the EV (drop_count)
+    ("state", np.uint8),
+    ("plane", np.uint8),
+], align=True)
+
+OP_SACK = int(Opcode.MRC_RELIABILITY_SACK)
+OP_NACK = int(Opcode.MRC_RELIABILITY_NACK)
+OP_AETH = int(Opcode.MRC_ACKNOWLEDGE)
+NR_TRIMMED = int(NackReason.TRIMMED)
+NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
+NR_OOR = int(NackReason.PSN_OOR_WINDOW)
+
+
+@njit
+def _drain(E, T, now):
+    """Handle the events the core reported (the core table is empty afterwards)."""
+    core = T.core
+    n = core.evt_n[0]
+    for k in range(n):
+        e = core.evt[k]
+        kind = e["kind"]
+        qp = np.int64(e["qp"])
+        if kind == D.E_SEND_DONE:
+            f = E.ep[qp]["flow"]
+            if e["status"] == D.WC_SUCCESS:
+                flows.send_done(E, f, now)
+            else:
+                flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+        elif kind == D.E_EV_STATE:
+            if e["ev_state"] == D.EV_ASSUMED_BAD:
+                E.ctr[ST.C_EV_BAD] += 1
+                mrcctl.probe_ev(E, T, qp, np.int64(e["value"]), now)
+            else:
+                E.ctr[ST.C_EV_GOOD] += 1
+            m = T.mrc_s[mrcctl.MS_EVLOG_N]
+            if m < T.mrc_evlog.shape[0]:
+                r = T.mrc_evlog[m]
+                r["t"] = now
+                r["qp"] = qp
+                r["ev"] = e["ev"]
+                r["drops"] = e["drop_count"]
+                r["state"] = e["ev_state"]
+                r["plane"] = e["plane"]
+                T.mrc_s[mrcctl.MS_EVLOG_N] = m + 1
+            else:
+                E.ctr[ST.C_EVLOG_DROPPED] += 1
+        elif kind == D.E_QP_ERROR:
+            E.ctr[ST.C_QP_ERRORS] += 1
+            flows.failed(E, E.ep[qp]["flow"], now, ST.WHY_RETRY_EXCEEDED)
+    core.evt_n[0] = 0
+
+
+@njit
+def flow_start(E, F, T, f, now):
+    """Start flow f's QP pair (both in RTS, the host's current ports) and post its one write."""
+    core = T.core
+    req = np.int64(E.flow[f]["ep"])
+    resp = np.int64(E.ep[req]["peer"])
+    for qp in (req, resp):
+        pin = core.qp[qp]["ev_pin"]  # mrc-1ev: the ECMP-hashed EV set up for the QP (-1: none)
+        core_setup.start_qp(core, qp, 0, 0, now)
+        core.qp[qp]["ev_pin"] = pin
+        core.qp[qp]["state"] = D.QPS_RTS
+    hr = E.ep[req]["host"]
+    hs = E.ep[resp]["host"]
+    lr = np.uint32(T.mrc_host[hr]["local_ports"])
+    ls = np.uint32(T.mrc_host[hs]["local_ports"])
+    # the ports known at connection set-up: each end's own, and the peer's
+    cdisp.set_local_ports(core, req, lr, now)
+    cdisp.set_remote_ports(core, req, ls, now)
+    cdisp.set_local_ports(core, resp, ls, now)
+    cdisp.set_remote_ports(core, resp, lr, now)
+    E.ep[req]["planes"] = evset.plane_mask(core, req)
+    E.ep[resp]["planes"] = evset.plane_mask(core, resp)
+    core_qp.post_write(core, req, f, D.WR_WRITE, 0, 0, 0, 0, E.flow[f]["size"], 0, now)
+    if core.evt_n[0] > 0:
+        _drain(E, T, now)
+
+
+@njit(inline="always")
+def _count_sent(E, T, ep, kind, i):
+    if kind == cdisp.K_DATA:
+        E.ctr[ST.C_DATA_PKTS] += 1
+        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[i]["payload_len"]
+    elif kind == cdisp.K_RTX:
+        E.ctr[ST.C_DATA_PKTS] += 1
+        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[i]["payload_len"]
+        E.ctr[ST.C_RETX] += 1
+        E.flow[E.ep[ep]["flow"]]["retx"] += 1
+    elif kind == cdisp.K_PROBE:
+        E.ctr[ST.C_PROBES] += 1
+    else:
+        op = E.hdr[i]["opcode"]
+        if op == OP_SACK:
+            E.ctr[ST.C_ACKS] += 1
+        elif op == OP_NACK:
+            r = E.hdr[i]["nack_reason"]
+            if r == NR_TRIMMED:
+                E.ctr[ST.C_NACK_TRIMMED] += 1
+            elif r == NR_TRIMMED_LASTHOP:
+                E.ctr[ST.C_NACK_TRIMMED_LASTHOP] += 1
+            elif r == NR_OOR:
+                E.ctr[ST.C_NACK_OOR] += 1
+            else:
+                E.ctr[ST.C_NACK_OTHER] += 1
+        elif op == OP_AETH:
+            E.ctr[ST.C_NAKS] += 1
+
+
+@njit(inline="always")
+def tx_next(E, F, T, ep, now, q, allow_data, i):
+    """Build endpoint ep's next packet for NIC port q into pool row i; 1 if built."""
+    mp = T.mrc_p[0]
+    if ep >= mp["n_qp"]:
+        return mrcctl.tx_next(E, F, T, ep, now, q, i)
+    if not allow_data:
+        return 0
+    core = T.core
+    host = E.ep[ep]["host"]
+    plane = q - host * E.cfg[0]["n_planes"]
+    kind = cdisp.next_packet(core, ep, now, np.int64(1) << plane, E.hdr, i)
+    if kind == cdisp.K_NONE:
+        return 0
+    h = E.hdr[i]
+    peer = E.ep[ep]["peer"]
+    dst = E.ep[peer]["host"]
+    size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
+    cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
+    pkt_new(E, i, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
+    if mp["fwd"] == ST.FWD_SRV6:
+        hi, lo = ev_carrier(F, host, dst, h["ev"])
+        pkt_route_srv6(E, i, hi, lo)
+    else:
+        pkt_route_ar(E, i, 0xC000 | (ep & 0x3FFF), 0)
+    _count_sent(E, T, ep, kind, i)
+    if core.evt_n[0] > 0:
+        _drain(E, T, now)
+    return 1
+
+
+@njit(inline="always")
+def ready_at(E, T, ep, now):
+    if ep >= T.mrc_p[0]["n_qp"]:
+        return now if mrcctl.ready(T, ep - T.mrc_p[0]["n_qp"]) else ST.NEVER
+    return now if cdisp.tx_ready(T.core, ep, now) else ST.NEVER
+
+
+@njit(inline="always")
+def next_deadline(E, T, ep):
+    n_qp = T.mrc_p[0]["n_qp"]
+    if ep >= n_qp:
+        return T.mrc_host[ep - n_qp]["deadline"]
+    d = cdisp.next_deadline(T.core, ep)
+    # lazy timer: a deadline that moved later (the RTO on every ACK) keeps the armed, earlier timer;
+    # it fires early (the core's on_timer then does nothing) and re-arms. The timer heap entry moves
+    # only earlier, not on every ACK.
+    cur = E.ep[ep]["timer_at"]
+    if cur < d:
+        return cur
+    return d if d < ST.NEVER else ST.NEVER
+
+
+@njit(inline="always")
+def on_rx(E, F, T, ep, i, now):
+    if ep >= T.mrc_p[0]["n_qp"]:
+        mrcctl.on_rx(E, F, T, ep, i, now)
+        return
+    core = T.core
+    q = core.qp[ep]
+    rx0 = q["rx_bytes"]
+    spur0 = q["rtx_spurious"]
+    cdisp.on_packet(core, ep, E.hdr[i], now)
+    if q["rx_bytes"] != rx0:
+        E.ctr[ST.C_GOODPUT_BYTES] += q["rx_bytes"] - rx0
+        f = E.ep[ep]["flow"]
+        if q["rx_bytes"] >= E.flow[f]["size"]:
+            flows.recv_done(E, f, now)
+    if q["rtx_spurious"] != spur0:
+        E.ctr[ST.C_SPURIOUS] += q["rtx_spurious"] - spur0
+    if core.evt_n[0] > 0:
+        _drain(E, T, now)
+
+
+@njit(inline="always")
+def on_timer(E, F, T, ep, now):
+    if ep >= T.mrc_p[0]["n_qp"]:
+        mrcctl.on_timer(E, F, T, ep, now)
+        return
+    core = T.core
+    q = core.qp[ep]
+    t0 = q["rtx_timeouts"]
+    spur0 = q["rtx_spurious"]
+    cdisp.on_timer(core, ep, now)
+    if q["rtx_timeouts"] != t0:
+        E.ctr[ST.C_TIMEOUTS] += q["rtx_timeouts"] - t0
+    if q["rtx_spurious"] != spur0:
+        E.ctr[ST.C_SPURIOUS] += q["rtx_spurious"] - spur0
+    if core.evt_n[0] > 0:
+        _drain(E, T, now)
+
+
+@njit
+def port_event(E, F, T, host, plane, up, now):
+    """Host `host`'s NIC port on `plane` went down (up = 0) or came back: its controller acts."""
+    m = np.int64(T.mrc_host[host]["local_ports"])
+    bit = np.int64(1) << plane
+    m = (m | bit) if up else (m & ~bit)
+    if m == T.mrc_host[host]["local_ports"]:
+        return
+    T.mrc_host[host]["local_ports"] = m
+    mrcctl.port_status_changed(E, F, T, host, now)
+    if T.core.evt_n[0] > 0:
+        _drain(E, T, now)

@@ -1,0 +1,226 @@
+"""EV selection policies (`evpolicy`): MRC (default), ONE, OBLIVIOUS, REPS."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from mrc.core import dispatch, dtypes as D, evpolicy, evset, setup
+from mrc.errors import ConfigError
+from mrc.harness import Network, Pair, PathFault
+from mrc.units import US
+
+MTU = 4096
+
+
+def data_evs(pair, i=0):
+    """EV values of the data packets QP `i` sent (in order), from a recording pair."""
+    return [int(p["ev"]) for _, kind, p in pair.sent[i] if kind in (dispatch.K_DATA, dispatch.K_RTX)]
+
+
+def recording(**kw) -> Pair:
+    pair = Pair(**kw)
+    pair.record = True
+    return pair
+
+
+def test_default_policy_is_mrc_and_names_map_to_codes():
+    pair = Pair()
+    assert int(pair.qp(0)["ev_policy"]) == D.EVP_MRC
+    assert [setup.ev_policy_code(n) for n in ("mrc", "ONE", "Oblivious", "reps")] == [0, 1, 2, 3]
+    with pytest.raises(ConfigError, match="ev_policy"):
+        setup.ev_policy_code("ecmp")
+    with pytest.raises(ConfigError, match="ev_policy"):
+        Pair(ev_policy=7)
+
+
+def test_the_policy_input_table_keeps_health_only_for_mrc_and_one():
+    health = [D.EVI_ECN_SACK, D.EVI_TRIM_NACK, D.EVI_ALWAYS_SKIP, D.EVI_LOSS]
+    for pol in (D.EVP_MRC, D.EVP_ONE):
+        assert all(evset.EV_POLICY_INPUT[pol, x] for x in range(D.N_EV_INPUTS))
+    for pol in (D.EVP_OBLIVIOUS, D.EVP_REPS):
+        assert not any(evset.EV_POLICY_INPUT[pol, x] for x in health)
+        assert all(evset.EV_POLICY_INPUT[pol, x] for x in (D.EVI_CTL_DENY, D.EVI_CTL_GOOD, D.EVI_CTL_BAD))
+
+
+# ---------------------------------------------------------------- ONE
+
+
+def test_one_sends_everything_on_one_ev_and_ecn_does_not_move_it():
+    net = Network(jitter_ps=0, default=PathFault(ecn=0.3))
+    pair = recording(n_planes=2, evs_per_plane=8, ev_policy="ONE", network=net, seed=3)
+    assert pair.transfer(64 * MTU)
+    evs = set(data_evs(pair))
+    assert len(evs) == 1
+    assert int(pair.qp(0)["ecn_sacks_rx"]) > 0  # marks arrived, and the QP stayed on its EV
+
+
+def test_one_picks_different_evs_for_different_qps():
+    picks = set()
+    for seed in range(12):
+        pair = recording(n_planes=2, evs_per_plane=8, ev_policy="ONE", seed=seed)
+        assert pair.transfer(4 * MTU)
+        picks |= set(data_evs(pair))
+    assert len(picks) >= 6  # a hash per QP, not one EV for all
+
+
+def test_one_moves_to_another_ev_when_its_ev_dies():
+    pair = recording(n_planes=2, evs_per_plane=8, ev_policy="ONE", seed=5)
+    pair.post_write(0, 256 * MTU, wr_id=1)
+    pair.run_until(lambda s: len(data_evs(s)) >= 2)
+    first = data_evs(pair)[0]
+    pair.net.faults[first] = PathFault(blackhole=True)
+    assert pair.run_until(lambda s: any(int(e["wr_id"]) == 1 for e in s.completions()))
+    evs = data_evs(pair)
+    after = [e for e in evs[evs.index(first):] if e != first]
+    assert after and len(set(after)) == 1  # it moved once, to one new EV
+    slot = evset.find_slot(pair.T, 0, first)
+    assert pair.T.ev[0, slot]["state"] == D.EV_ASSUMED_BAD
+
+
+def test_one_follows_its_plane_going_down():
+    pair = recording(n_planes=2, evs_per_plane=8, ev_policy="ONE", seed=2)
+    assert pair.transfer(4 * MTU)
+    k = int(pair.qp(0)["ev_pin"])
+    plane = int(pair.T.ev[0, k]["plane"])
+    dispatch.set_local_ports(pair.T, 0, np.uint32(0b11 & ~(1 << plane)), pair.now)
+    pair.sent[0].clear()
+    assert pair.transfer(4 * MTU, wr_id=2)
+    planes = {int(pair.T.ev[0, evset.find_slot(pair.T, 0, e)]["plane"]) for e in data_evs(pair)}
+    assert planes == {1 - plane}
+
+
+# ---------------------------------------------------------------- OBLIVIOUS
+
+
+def test_oblivious_cycles_through_every_ev_including_backups():
+    pair = recording(n_planes=2, evs_per_plane=8, ev_policy="OBLIVIOUS", ev_active_target=2, seed=1)
+    assert pair.transfer(64 * MTU)
+    counts = Counter(data_evs(pair))
+    assert len(counts) == 16  # the active set is 2, the profile 16: oblivious uses all of it
+    assert max(counts.values()) - min(counts.values()) <= 2  # one packet per EV per cycle
+
+
+def test_oblivious_keeps_using_a_dead_path_and_still_completes():
+    pair = recording(n_planes=1, evs_per_plane=8, ev_policy="OBLIVIOUS", seed=4)
+    dead = pair.ev_of(0, 3)
+    pair.net.faults[dead] = PathFault(blackhole=True)
+    assert pair.transfer(400 * MTU)
+    evs = data_evs(pair)
+    assert evs.count(dead) >= 400 // 8 - 1  # its share of the packets, every cycle: no path health
+    assert pair.T.ev[0, 3]["state"] == D.EV_GOOD
+    assert int(pair.qp(0)["rtx_pkts"]) >= evs.count(dead) - 1  # every packet sent there was resent
+    # the same transfer under MRC retires the EV after its first loss
+    mrc = recording(n_planes=1, evs_per_plane=8, seed=4)
+    mrc.net.faults[dead] = PathFault(blackhole=True)
+    assert mrc.transfer(400 * MTU)
+    assert data_evs(mrc).count(dead) < evs.count(dead) / 3
+    assert mrc.T.ev[0, 3]["state"] == D.EV_ASSUMED_BAD
+
+
+# ---------------------------------------------------------------- REPS
+
+
+def reps_pair(**kw) -> Pair:
+    kw.setdefault("reps_reuse", 1)
+    kw.setdefault("n_planes", 1)
+    kw.setdefault("evs_per_plane", 32)
+    return Pair(ev_policy="REPS", **kw)
+
+
+def select(pair, now=0, i=0, port_mask=0xFF):
+    return int(evpolicy.select_ev(pair.T, i, port_mask, now))
+
+
+def test_reps_reuses_the_oldest_ev_whose_sack_came_back_unmarked():
+    pair = reps_pair()
+    T = pair.T
+    for slot in (5, 9, 2):
+        evpolicy.feedback(T, 0, slot, evpolicy.FB_GOOD, 0)
+    assert [select(pair) for _ in range(3)] == [5, 9, 2]  # oldest first, each used once
+    q = pair.qp(0)
+    assert int(q["reps_valid"]) == 0
+    rng_before = int(q["rng"])
+    k = select(pair)  # nothing fresh: a random EV
+    assert 0 <= k < 32 and int(q["rng"]) != rng_before
+
+
+def test_reps_reuses_a_recycled_ev_as_many_times_as_one_sack_stands_for():
+    pair = reps_pair(reps_reuse=3)
+    evpolicy.feedback(pair.T, 0, 5, evpolicy.FB_GOOD, 0)
+    evpolicy.feedback(pair.T, 0, 6, evpolicy.FB_GOOD, 0)
+    assert [select(pair) for _ in range(6)] == [5, 5, 5, 6, 6, 6]
+    assert int(Pair(ev_policy="REPS", ack_every_pkts=4).qp(0)["reps_reuse"]) == 4  # default: ack_every_pkts
+
+
+def test_reps_buffer_keeps_the_newest_entries():
+    pair = reps_pair(reps_buffer=4)
+    for slot in range(10):
+        evpolicy.feedback(pair.T, 0, slot, evpolicy.FB_GOOD, 0)
+    assert [select(pair) for _ in range(4)] == [6, 7, 8, 9]
+
+
+def test_reps_freezes_after_a_loss_reuses_the_cache_then_explores():
+    freeze = 50 * US
+    pair = reps_pair(reps_buffer=4, reps_explore=16, reps_freeze_ps=freeze)
+    T = pair.T
+    for slot in (3, 4, 5):
+        evpolicy.feedback(T, 0, slot, evpolicy.FB_GOOD, 0)
+    evpolicy.feedback(T, 0, 3, evpolicy.FB_LOSS, 10)
+    q = pair.qp(0)
+    assert q["reps_frozen"] == 1
+    evpolicy.feedback(T, 0, 20, evpolicy.FB_GOOD, 11)  # no learning while frozen
+    assert [select(pair, 12) for _ in range(7)] == [3, 4, 5, 3, 4, 5, 3]  # the cache, in turn, fresh or not
+    # the freeze ends: the buffer is emptied and 16 random EVs are explored
+    assert select(pair, 10 + freeze) >= 0
+    assert q["reps_frozen"] == 0 and int(q["reps_n"]) == 0
+    assert int(q["reps_explore_left"]) == 15
+    evpolicy.feedback(T, 0, 7, evpolicy.FB_GOOD, 20 + freeze)
+    evpolicy.feedback(T, 0, 7, evpolicy.FB_LOSS, 20 + freeze)  # exploring: a loss does not freeze
+    assert q["reps_frozen"] == 0
+    picks = [select(pair, 30 + freeze) for _ in range(15)]
+    assert int(q["reps_explore_left"]) == 0
+    assert select(pair, 40 + freeze) == 7  # exploring over: the recycled EV again
+
+
+def test_reps_transfer_recycles_unmarked_evs_and_avoids_marked_ones():
+    marked = 5  # EV of slot 4 on QP 0 (make_evs: plane 0, side 0, k + 1)
+    net = Network(jitter_ps=0, rate_bps=200 * 10**9, faults={marked: PathFault(ecn=1.0)})
+    pair = recording(n_planes=1, evs_per_plane=32, ev_policy="REPS", network=net, seed=7)
+    assert pair.ev_of(0, 4) == marked
+    assert pair.transfer(400 * MTU)
+    evs = data_evs(pair)
+    counts = Counter(evs)
+    # recycling concentrates traffic on EVs that worked; the always-marked EV is never recycled,
+    # so it only gets the random picks
+    assert counts[marked] <= len(evs) / 32 / 3
+    assert max(counts.values()) > 2 * len(evs) / 32
+
+
+def test_reps_policy_takes_no_ev_health_inputs():
+    pair = reps_pair()
+    evset.ev_input(pair.T, 0, 1, D.EVI_LOSS, 0)
+    evset.ev_input(pair.T, 0, 2, D.EVI_ECN_SACK, 0)
+    assert pair.T.ev[0, 1]["state"] == D.EV_GOOD and pair.T.ev[0, 2]["state"] == D.EV_GOOD
+    evset.ev_input(pair.T, 0, 2, D.EVI_CTL_DENY, 0)
+    assert pair.T.ev[0, 2]["state"] == D.EV_DENIED
+
+
+@pytest.mark.parametrize("policy", ["MRC", "ONE", "OBLIVIOUS", "REPS"])
+def test_every_policy_completes_a_lossy_transfer_exactly_once(policy):
+    net = Network(default=PathFault(loss=0.02, ecn=0.05))
+    pair = Pair(n_planes=2, evs_per_plane=8, ev_policy=policy, network=net, seed=11)
+    assert pair.transfer(200 * MTU)
+    assert int(pair.qp(1)["rx_bytes"]) == 200 * MTU
+
+
+def test_the_library_api_takes_ev_policy_by_name(two_devices):
+    from mrc.errors import UsageError
+
+    conn = two_devices.connect(rts={"ev_policy": "oblivious"})
+    T = two_devices.a.T
+    assert int(T.qp[conn.qa.index]["ev_policy"]) == D.EVP_OBLIVIOUS
+    assert conn.qa.query()["ev_policy"] == D.EVP_OBLIVIOUS
+    with pytest.raises(UsageError, match="ev_policy"):
+        conn.qb.modify("RTS", ev_policy="ecmp")
