@@ -176,8 +176,6 @@ def exp3(out, keep, J):
                      f1(b["fct_us"]["p50"]), f1(b["fct_us"]["p99"]), f1(b["fct_us"]["max"]),
                      f"{a['flows']['completed']}+{b['flows']['completed']}",
                      f1(runs[("r3-leafspine-8192", t)]["wall"] + runs[("r3-leafspine-8192-failed", t)]["wall"])])
-    for k, v in UEC.items():
-        pass
     rows.append(["UEC htsim NSCC, 32 / 64 / 128 EVs (published)", "", "", "38.7 / 36.2 / 35.4", "", "",
                  "42.0 / 44.6 / 45.4", "", ""])
     rows.append(["UEC target", "", "", "34", "", "", "34", "", ""])
@@ -196,7 +194,10 @@ def exp3(out, keep, J):
     ax.legend(fontsize=7)
     save(fig, out / "r3-leafspine-tail.png")
     head = ["transport", "healthy p50 us", "p99", "max", "1 spine at 25 %: p50 us", "p99", "max", "flows done", "wall s"]
-    return table(head, rows)
+    rr = [row for t in T3 for row in reroute_rows(t, runs[("r3-leafspine-8192-failed", t)])]
+    for t in T3:
+        J["3"][f"r3-leafspine-8192-failed {t}"]["reroute"] = runs[("r3-leafspine-8192-failed", t)]["s"]["reroute"]
+    return table(head, rows) + "\n\nReroute (degraded spine):\n\n" + table(RR_HEAD, rr)
 
 
 def _goodput(x, t0, t1):
@@ -292,15 +293,33 @@ def exp7(out, keep, J, cache):
     clean = cache.get("r2") or {t: run_one("r2-k8-allreduce", t, keep=keep) for t in ALL}
     runs = {t: run_one("r7-t1-reboot", t, keep=keep) for t in ALL}
     rows, J["7"] = [], {}
+    f7 = scen("r7-t1-reboot")["failures"][0]
     for t, x in runs.items():
         c0 = np.array(clean[t]["s"]["cct_us"], float)
         c = np.array([np.nan if v is None else v for v in x["s"]["cct_us"]], float)
+        ft = x["ft"]
+        back = f7["at_us"] + f7["duration_us"]
+        end = ft["start_us"] + ft["fct_us"]
+        stalled = int(np.count_nonzero((ft["start_us"] < back) & (end > back) & (ft["fct_us"] > 1000)))
         rows.append([t, f1(c0.max()), f1(np.nanmax(c)), f1(np.nanmean(c)), f"{np.count_nonzero(~np.isnan(c))}/8",
-                     f1(x["s"]["fct_us"]["max"]), *counters(x, ["drops_link_down", "drops_no_route", "timeouts"])])
+                     f1(x["s"]["fct_us"]["max"]), stalled, *counters(x, ["drops_link_down", "drops_no_route", "timeouts"])])
         J["7"][t] = {"cct_us": x["s"]["cct_us"], "clean_cct_us": clean[t]["s"]["cct_us"], "reroute": x["s"]["reroute"]}
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for t in ("roce-ecmp", "mrc", "spray", "ar"):
+        s = runs[t]["samples"]
+        ax.plot(s["t_us"], s["goodput_gbps"], label=t, lw=1)
+    f = scen("r7-t1-reboot")["failures"][0]
+    ax.axvspan(f["at_us"], f["at_us"] + f["duration_us"], color="r", alpha=0.08, label="p0.t1.0 rebooting")
+    ax.set_xlim(0, 4000)
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel("goodput (Gb/s)")
+    ax.set_title("k=8 ring all-reduce, a T1 switch down for 2 ms", fontsize=10)
+    ax.legend(fontsize=7)
+    save(fig, out / "r7-t1-reboot-goodput.png")
     rr = [row for t, x in runs.items() for row in reroute_rows(t, x)]
     head = ["transport", "CCT max, no failure us", "CCT max, reboot us", "CCT mean, reboot", "rings done",
-            "max step FCT us", "link-down drops", "no-route drops", "timeouts"]
+            "max step FCT us", "steps > 1 ms ending after the reboot", "link-down drops", "no-route drops", "timeouts"]
     return table(head, rows) + "\n\nReroute:\n\n" + table(RR_HEAD, rr)
 
 
