@@ -4,13 +4,15 @@
     python benchmarks/results.py --only 4,5       # some of them
     python benchmarks/results.py --out /tmp/res   # tables.md, results.json and PNGs there
     python benchmarks/results.py --runs runs/res  # also keep each run's results directory
+    python benchmarks/results.py --doc docs/results.md   # also put the tables into the page
 
 The scenarios are `emulator/scenarios/results/r<N>-*.toml` (library names
 `results/r<N>-...`); each experiment runs them once per transport with the
 scenario's seed, so the same code and seed give the same numbers bit for bit
 (wall times aside). Markdown tables go to ``OUT/tables.md`` and stdout, every
 number to ``OUT/results.json``, plots to ``OUT/r<N>-*.png`` (default OUT:
-docs/results).
+docs/results). With ``--doc PAGE`` each experiment's tables replace what stands
+between ``<!-- table N -->`` and ``<!-- /table N -->`` in PAGE.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ import argparse
 import copy
 import json
 import pathlib
+import re
 import sys
 import time
 
@@ -338,6 +341,17 @@ def exp8(out, keep, J):
     return table(head, rows) + "\n\nReroute:\n\n" + table(RR_HEAD, rr)
 
 
+def fill_doc(page: pathlib.Path, tables: dict) -> None:
+    """Replace each ``<!-- table N -->`` ... ``<!-- /table N -->`` block of `page` by experiment N's tables."""
+    text = page.read_text()
+    for n, body in tables.items():
+        pat = re.compile(rf"<!-- table {n} -->.*?<!-- /table {n} -->", re.S)
+        if not pat.search(text):
+            raise SystemExit(f"--doc {page}: no '<!-- table {n} -->' ... '<!-- /table {n} -->' block")
+        text = pat.sub(lambda _m: f"<!-- table {n} -->\n{body}\n<!-- /table {n} -->", text)
+    page.write_text(text)
+
+
 EXPERIMENTS = {1: exp1, 2: exp2, 3: exp3, 4: exp4, 5: exp5, 6: exp6, 7: exp7, 8: exp8}
 
 
@@ -346,6 +360,7 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated experiment numbers (1-8)")
     ap.add_argument("--out", default="docs/results", help="directory for tables.md, results.json and the PNGs")
     ap.add_argument("--runs", default=None, help="also write each run's results directory under this directory")
+    ap.add_argument("--doc", default=None, help="page whose <!-- table N --> ... <!-- /table N --> blocks get the tables")
     a = ap.parse_args(argv)
     only = sorted({int(v) for v in a.only.split(",") if v.strip()}) or sorted(EXPERIMENTS)
     bad = [n for n in only if n not in EXPERIMENTS]
@@ -354,12 +369,13 @@ def main(argv=None) -> int:
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     keep = pathlib.Path(a.runs) if a.runs else None
-    J, cache, md = {}, {}, []
+    J, cache, md, tables = {}, {}, [], {}
     t0 = time.perf_counter()
     for n in only:
         print(f"experiment {n}", file=sys.stderr, flush=True)
         fn = EXPERIMENTS[n]
         text = fn(out, keep, J, cache) if n in (2, 7) else fn(out, keep, J)
+        tables[n] = text
         md.append(f"## Experiment {n}\n\n{text}\n")
         print(md[-1], flush=True)
     J["wall_s"] = time.perf_counter() - t0
@@ -367,6 +383,8 @@ def main(argv=None) -> int:
     (out / name).write_text("\n".join(md))
     (out / name.replace("tables", "results").replace(".md", ".json")).write_text(
         json.dumps(J, indent=1, default=results._clean) + "\n")
+    if a.doc:
+        fill_doc(pathlib.Path(a.doc), tables)
     print(f"wall {J['wall_s']:.0f} s; written to {out}", file=sys.stderr)
     return 0
 
