@@ -2,7 +2,7 @@
 
     python benchmarks/results.py                  # all eight experiments (~20 min of CPU on 2 cores)
     python benchmarks/results.py --only 4,5       # some of them
-    python benchmarks/results.py --out /tmp/res   # tables.md, results.json and PNGs there
+    python benchmarks/results.py --out runs/res   # tables.md, results.json and PNGs there
     python benchmarks/results.py --runs runs/res  # also keep each run's results directory
     python benchmarks/results.py --doc docs/results.md   # also put the tables into the page
 
