@@ -90,11 +90,13 @@ def control_slot(T, i, plane_hint, port_mask, now):
         if (planes >> p) & 1 == 0:
             continue
         k = q["rev_ev"][p]
-        if k >= 0 and evset.is_usable(T.ev[q["ev_row"], k]["state"]):
+        if q["rev_fresh"][p] == 0 and k >= 0 and evset.is_usable(T.ev[q["ev_row"], k]["state"]):
             return k
         k = evset.pick_in_plane(T, i, p, now)
         if k >= 0:
             q["rev_ev"][p] = k
+            if q["rev_fresh"][p] > 0:
+                q["rev_fresh"][p] -= 1  # evidence that control packets were lost: the next EV (`evset.drop_rev_ev`)
             return k
     return -1
 
@@ -273,8 +275,13 @@ def on_timer(T, i, now):
         s = q["rev_probe_slot"]
         q["rev_probe_slot"] = -1
         q["rev_probe_timeout"] = D.NO_DEADLINE
-        T.ev[q["ev_row"], s]["losses"] += 1
-        evset.ev_input(T, i, s, D.EVI_LOSS, now)
+        q["rev_probe_misses"] += 1
+        # the probe or its answer was lost; the answer leaves on the peer's own reverse EV,
+        # which may be the broken path, so by default (``rev_probe_miss_bad`` = 0) the probed EV
+        # is only not adopted: retiring it would hold the peer's path against ours
+        if q["rev_probe_miss_bad"]:
+            T.ev[q["ev_row"], s]["losses"] += 1
+            evset.ev_input(T, i, s, D.EVI_LOSS, now)
     if now >= q["rev_probe_deadline"]:
         if now < q["rx_active_until"] and now >= q["tx_active_until"]:
             q["rev_probe_due"] = 1

@@ -153,6 +153,9 @@ QP = np.dtype(
         ("ev_probe_interval_ps", np.int64),
         ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
         ("rev_probe_interval_ps", np.int64),
+        ("rev_rotate", np.uint8),  # 1: drop a plane's reverse EV on evidence its control packets are lost
+        ("rev_probe_miss_bad", np.uint8),  # 1: an unanswered reverse-EV probe is a loss on the probed EV
+        ("rto_reprobe", np.uint8),  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
         ("ts_unit_ps", np.int64),  # TSETH timestamp unit
         ("dscp_data", np.uint8),
         ("dscp_rtx", np.uint8),
@@ -259,12 +262,14 @@ QP = np.dtype(
         ("mark_ev", np.uint32, (16,)),  # ALWAYS_SKIP tracker: EV -> consecutive CE marks (direct-mapped)
         ("mark_cnt", np.uint16, (16,)),
         ("rev_ev", np.int16, (MAX_PLANES,)),  # reverse (control) EV slot per plane
+        ("rev_fresh", np.uint16, (MAX_PLANES,)),  # control packets of the plane still owed a fresh reverse EV
         ("rev_probe_deadline", np.int64),  # next reverse-EV probe
         ("rev_probe_slot", np.int16),  # EV slot of the outstanding reverse-EV probe, -1 if none
         ("rev_probe_timeout", np.int64),
         ("rev_plane_cursor", np.uint8),
         ("rev_probe_due", np.uint8),
         ("rx_active_until", np.int64),  # inbound data seen recently (reverse-EV refresh runs)
+        ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NO_DEADLINE if none
         ("tx_active_until", np.int64),
         # --- counters ---
         ("tx_pkts", np.int64),
@@ -288,6 +293,9 @@ QP = np.dtype(
         ("nacks_tx", np.int64),
         ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
         ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
+        ("rev_rotations", np.int64),  # reverse EVs dropped on evidence that control packets were lost
+        ("rev_probe_misses", np.int64),  # reverse-EV probes left unanswered
+        ("rto_reprobes", np.int64),  # timeout-retired EVs probed at once when SACKs resumed
     ],
     align=True,
 )

@@ -70,6 +70,8 @@ EV_POLICY_INPUT = np.array(
     dtype=np.uint8,
 )
 
+REV_FRESH_MAX = 64  # fresh reverse EVs owed per plane at most (a burst of evidence)
+
 EVENT_BAD = 1
 EVENT_GOOD = 2
 
@@ -176,6 +178,28 @@ def select_ev(T, i, port_mask, now):
             q["plane_cursor"] = (p + 1) % n_planes
             return k
     return -1
+
+
+@njit_core
+def drop_rev_ev(T, i, p):
+    """Evidence that control packets on plane `p`'s reverse EV are lost: forget it (``rev_rotate``).
+
+    The next control packet of the plane takes the next usable EV of the plane's
+    rotation (`dispatch.control_slot`), so each further piece of evidence moves the
+    plane's control traffic to another path: each piece of evidence owes the plane
+    one control packet on a fresh EV (``rev_fresh``), so answers queued together
+    leave on several EVs at once and the first that works carries the SACKs. MRC 3.8 only says reverse EVs are refreshed by probes and data SACKs;
+    how to react to lost control packets is ours (UET 1.0 ACKs take the entropy of
+    the packet they acknowledge, so no ACK path stays in use for long either).
+    """
+    q = T.qp[i]
+    if q["rev_rotate"] == 0 or p < 0 or p >= q["n_planes"]:
+        return
+    q["rev_ev"][p] = -1
+    q["rev_rotations"] += 1
+    # one fresh EV per piece of evidence: answers queued together leave on different EVs
+    if q["rev_fresh"][p] < REV_FRESH_MAX:
+        q["rev_fresh"][p] += 1
 
 
 @njit_core

@@ -152,6 +152,32 @@ def detect_losses(T, i, now):
 
 
 @njit_core
+def _reprobe_after_timeout(T, i, now):
+    """SACKs flow again after a SACK-less timeout: probe at once the EVs retired since it.
+
+    The timeout retired every EV with data in flight, but a lost SACK path looks
+    the same as lost data; the EVs whose data did arrive answer their probes and
+    come back after ``probe_successes`` answers (about as many RTTs) instead of
+    waiting ``ev_probe_interval_ps``. A dead EV's probe is lost and it stays
+    ASSUMED_BAD. Ours (``rto_reprobe``); MRC and UET 1.0 texts are silent.
+    """
+    q = T.qp[i]
+    since = q["rto_marked_since"]
+    q["rto_marked_since"] = D.NO_DEADLINE
+    if q["rto_reprobe"] == 0:
+        return
+    row = T.ev[q["ev_row"]]
+    for k in range(i64(q["n_ev"])):
+        e = row[k]
+        if e["state"] == D.EV_ASSUMED_BAD and e["bad_since"] >= since and e["probe_deadline"] > now:
+            e["probe_deadline"] = now
+            e["probe_ok"] = 0
+            e["probe_outstanding"] = 0
+            q["ev_probe_due"] = 1
+            q["rto_reprobes"] += 1
+
+
+@njit_core
 def _progress(q, now):
     q["retries"] = 0
     if psn_diff(q["sq_psn"], q["una_psn"]) > 0:
@@ -205,6 +231,7 @@ def _probe_answer(T, i, slot, m, now):
         evset.probe_answered(T, i, slot, m, now)
     else:
         q["rev_ev"][e["plane"]] = slot
+        q["rev_fresh"][e["plane"]] = 0  # a path just proven beats fresh guesses (`evset.drop_rev_ev`)
         if q["rev_probe_slot"] == slot:
             q["rev_probe_slot"] = -1
             q["rev_probe_timeout"] = D.NO_DEADLINE
@@ -304,6 +331,8 @@ def on_sack(T, i, p, now):
         nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, trigger, now)
         nscc.penalty(q, c, newly, p["rcv_cwnd_pen"])
         _progress(q, now)
+        if q["rto_marked_since"] != D.NO_DEADLINE:
+            _reprobe_after_timeout(T, i, now)
     detect_losses(T, i, now)
     _complete_wrs(T, i, now)
 
@@ -394,3 +423,10 @@ def on_rto(T, i, now):
         psn = psn_add(psn, 1)
     nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)
+    # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it
+    # retired EVs (`_reprobe_after_timeout`), and let our own control packets (answers to the
+    # peer's probes) try other reverse EVs too
+    if q["rto_marked_since"] == D.NO_DEADLINE:
+        q["rto_marked_since"] = now
+    for p in range(i64(q["n_planes"])):
+        evset.drop_rev_ev(T, i, p)

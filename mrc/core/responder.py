@@ -43,7 +43,10 @@ Sources and choices (docs/protocol.md):
   arrive early wait in their PSN slot. More than ``max_wimm_dest`` waiting,
   or one with no posted receive, is a fatal error (no RNR in MRC).
 - Control packets leave on the reverse EV of the plane the trigger arrived
-  on (MANI 3.8), refreshed by probes (see `dispatch.next_packet`).
+  on (MANI 3.8), refreshed by probes (see `dispatch.next_packet`). A
+  duplicate data packet, or a probe after we sent SACKs, says our SACKs may
+  not have arrived: that plane's reverse EV is
+  dropped and the answer takes another (`evset.drop_rev_ev`, ``rev_rotate``).
 """
 from __future__ import annotations
 
@@ -51,6 +54,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
+from mrc.core import evset
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
@@ -201,6 +205,9 @@ def on_data(T, i, p, now):
     window = i64(q["mpr_dest"]) * 128
     if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
         q["rx_dup"] += 1
+        # a retransmission of data we hold: the requester probably missed our SACKs, so the
+        # answer (which leaves on this plane, `_owe_ack`) takes another reverse EV
+        evset.drop_rev_ev(T, i, i64(p["port"]))
         _owe_ack(q, p, 0, now, True)
         return
     if d >= window:
@@ -262,6 +269,11 @@ def on_probe(T, i, p, now):
     if q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS:
         q["rx_dropped"] += 1
         return
+    # a probe after we have sent SACKs: the requester probes when it has heard no SACK for a
+    # while (or to test an EV it retired, perhaps for want of our SACKs), so the answer (which
+    # leaves on this plane) takes another reverse EV (`evset.drop_rev_ev`)
+    if q["rx_row"] >= 0 and q["sacks_tx"] > 0:
+        evset.drop_rev_ev(T, i, i64(p["port"]))
     # a QP without a receive half (no RX row) answers too: its SACK reports nothing received
     _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
 

@@ -23,6 +23,15 @@ reorder_window_ps       base RTT        ours (RACK, RFC 8985 uses RTT/4; sprayin
 ev_probe_interval_ps    100 us          ours (MRC timer values not public)
 probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
+rev_rotate              1               ours (MANI 3.8 silent on lost control
+                                        packets; UET 1.0 ACKs reflect each
+                                        acknowledged packet's entropy, so no ACK
+                                        path is sticky): see dispatch.rev_suspect
+rev_probe_miss_bad      0               ours: an unanswered reverse probe may
+                                        have lost its answer on the peer's
+                                        reverse EV, so it is not a loss on ours
+rto_reprobe             1               ours: a SACK-less timeout cannot tell a
+                                        forward loss from a lost SACK
 ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
                                         transmissions apart; RTTs use send times)
 ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
@@ -76,6 +85,9 @@ QP_DEFAULTS = {
     "ev_probe_interval_ps": 100 * US,
     "probe_successes": 2,
     "rev_probe_interval_ps": None,  # the CC profile's base RTT
+    "rev_rotate": 1,
+    "rev_probe_miss_bad": 0,
+    "rto_reprobe": 1,
     "ts_unit_ps": 8 * NS,
     "dscp_data": C.DSCP_TRIMMABLE,
     "dscp_rtx": C.DSCP_TRIMMABLE_RETX,
@@ -110,6 +122,9 @@ QP_BOUNDS = {
     "ev_probe_interval_ps": (1, 1 << 50),
     "probe_successes": (1, 255),
     "rev_probe_interval_ps": (1, 1 << 50),
+    "rev_rotate": (0, 1),
+    "rev_probe_miss_bad": (0, 1),
+    "rto_reprobe": (0, 1),
     "ts_unit_ps": (1, 1 << 40),
     "dscp_data": (0, 63),
     "dscp_rtx": (0, 63),
@@ -252,6 +267,7 @@ def start_responder(T, i, rq_psn, now):
     q["rev_probe_due"] = 0
     for p in range(D.MAX_PLANES):
         q["rev_ev"][p] = -1
+        q["rev_fresh"][p] = 0
     full = (i64(1) << i64(q["n_planes"])) - 1
     q["local_ports"] = full
     q["remote_ports"] = full
@@ -274,6 +290,7 @@ def start_requester(T, i, sq_psn, now):
     q["n_lost"] = 0
     q["rack_seq"] = 0
     q["rto_deadline"] = D.NO_DEADLINE
+    q["rto_marked_since"] = D.NO_DEADLINE
     q["loss_deadline"] = D.NO_DEADLINE
     q["rel_probe_deadline"] = D.NO_DEADLINE
     q["rel_probe_pending"] = 0

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from mrc.core import dispatch, dtypes as D
 from mrc.core.setup import fixed_window_profile
@@ -295,9 +296,11 @@ def test_reverse_ev_is_refreshed_by_a_probe_while_only_receiving():
     assert s2["ev"] == probes[0]["ev"]
 
 
-def test_a_blackholed_reverse_path_is_abandoned_and_the_transfer_completes():
+@pytest.mark.parametrize("miss_bad", [0, 1])
+def test_a_blackholed_reverse_path_is_abandoned_and_the_transfer_completes(miss_bad):
     net = Network(jitter_ps=0)
-    pair = Pair(n_planes=2, evs_per_plane=4, ev_active_target=8, network=net, ev_min_active=0)
+    pair = Pair(n_planes=2, evs_per_plane=4, ev_active_target=8, network=net, ev_min_active=0,
+                rev_probe_miss_bad=miss_bad)
     pair.post_write(0, 4 * MTU, wr_id=1)
     assert pair.run_until(lambda s: len(s.completions()) == 1)
     dead = [int(pair.T.ev[1, pair.qp(1)["rev_ev"][p]]["ev"]) for p in range(2)]
@@ -309,7 +312,11 @@ def test_a_blackholed_reverse_path_is_abandoned_and_the_transfer_completes():
     revs = {int(pair.T.ev[1, pair.qp(1)["rev_ev"][p]]["ev"]) for p in range(2)}
     assert not revs & set(dead)
     states = {int(pair.T.ev[1, k]["ev"]): int(pair.T.ev[1, k]["state"]) for k in range(8)}
-    assert all(states[ev] == D.EV_ASSUMED_BAD for ev in dead)  # the responder retired them too
+    if miss_bad:  # unanswered reverse probes count as losses: the responder retired them too
+        assert all(states[ev] == D.EV_ASSUMED_BAD for ev in dead)
+    else:  # by default an unanswered reverse probe is not held against the probed EV
+        assert all(states[ev] == D.EV_GOOD for ev in dead)
+        assert pair.qp(1)["rev_probe_misses"] >= 1 and pair.qp(1)["rev_rotations"] >= 1
 
 
 def test_without_trim_nacks_a_trimmed_header_is_only_counted_and_loss_detection_recovers():

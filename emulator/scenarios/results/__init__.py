@@ -1,0 +1,1 @@
+"""Scenarios of the results page (docs/results.md); `benchmarks/results.py` runs them."""
