@@ -44,6 +44,12 @@ reorder_window_us        the fabric's base RTT       ours (RACK)
 ev_probe_interval_us     100                         ours
 probe_successes          2                           ours
 rev_probe_interval_us    the fabric's base RTT       MANI 3.8 ("each RTT")
+rev_rotate               true                        leave a reverse EV whose SACKs do not arrive
+                                                     (mrc.core.setup; ours)
+rev_probe_miss_bad       false                       an unanswered reverse probe counts as a loss
+                                                     on the probed EV (ours)
+rto_reprobe              true                        probe the EVs a SACK-less timeout retired as
+                                                     soon as SACKs resume (ours)
 trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
 cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
@@ -167,6 +173,9 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ev_probe_interval_us=t.num("ev_probe_interval_us", 100.0, lo=0, lo_open=True),
         probe_successes=t.int("probe_successes", 2, lo=1, hi=255),
         rev_probe_interval_us=t.num("rev_probe_interval_us", rtt / US, lo=0, lo_open=True),
+        rev_rotate=t.bool("rev_rotate", True),
+        rev_probe_miss_bad=t.bool("rev_probe_miss_bad", False),
+        rto_reprobe=t.bool("rto_reprobe", True),
         trim_nack=t.bool("trim_nack", True),
         cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
@@ -304,6 +313,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  ev_probe_interval_ps=int(round(p["ev_probe_interval_us"] * US)),
                  probe_successes=p["probe_successes"],
                  rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),
+                 rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
+                 rto_reprobe=int(p["rto_reprobe"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
                  trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))

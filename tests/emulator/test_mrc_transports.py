@@ -287,9 +287,20 @@ def test_same_seed_same_numbers(name):
     assert c["fct_us"] != a["fct_us"]
 
 
+def test_reverse_path_attributes_reach_every_qp():
+    """The core's reverse-path policies (docs/protocol.md) are transport parameters."""
+    sets = {"rev_rotate": False, "rev_probe_miss_bad": True, "rto_reprobe": False}
+    for tp, want in (({"name": "mrc"}, (1, 0, 1)), ({"name": "mrc", **sets}, (0, 1, 0))):
+        _, s, simu = run(make(topology=LS2, transport=tp, workload=_perm(20_000), seed=3))
+        assert s["flows"]["completed"] == 16
+        q = simu.T.core.qp[:2 * 16]
+        for k, v in zip(("rev_rotate", "rev_probe_miss_bad", "rto_reprobe"), want):
+            assert set(q[k].tolist()) == {v}, k
+
+
 @pytest.mark.parametrize("key,value", [
     ("ev_count", 0), ("ev_count", "many"), ("ev_policy", "ECMP"), ("mtu", 100), ("reps_buffer", 9),
-    ("ev_min_active", 9999), ("cc_window_bytes", 10_000), ("no_such_key", 1)])
+    ("ev_min_active", 9999), ("cc_window_bytes", 10_000), ("rev_rotate", 2), ("no_such_key", 1)])
 def test_bad_transport_parameters_name_the_key(key, value):
     from mrc.errors import ConfigError
     with pytest.raises(ConfigError) as exc:
