@@ -130,6 +130,21 @@ def _next_plane(T, i, planes):
     return -1
 
 
+@njit_core
+def _pick_over_planes(T, i, planes, in_rotation):
+    """A usable EV from the first plane of `planes` (in the plane rotation) that has one: the next in
+    that plane's EV rotation (`in_rotation`, active or backup) or the first from a random start; -1."""
+    for _ in range(i64(T.qp[i]["n_planes"])):
+        p = _next_plane(T, i, planes)
+        if p < 0:
+            return -1
+        k = _pick_any_in_plane(T, i, p) if in_rotation else _random_in_plane(T, i, p)
+        if k >= 0:
+            return k
+        planes &= ~(i64(1) << p)
+    return -1
+
+
 # ---------------------------------------------------------------- ONE
 
 
@@ -180,10 +195,7 @@ def _pick_any_in_plane(T, i, p):
     if size <= 0:
         return -1
     for _ in range(2 * size + 1):
-        if q["rot_pos"][p] >= size:
-            evset.new_cycle(T, i, p, size)
-        k = start + i64(row[start + i64(q["rot_pos"][p])]["order"])
-        q["rot_pos"][p] += 1
+        k = evset.rotation_next(T, i, p, start, size)
         if evset.is_usable(row[k]["state"]):
             return k
     return -1
@@ -191,18 +203,7 @@ def _pick_any_in_plane(T, i, p):
 
 @njit_core
 def _select_oblivious(T, i, port_mask, now):
-    planes = _planes_allowed(T, i, port_mask)
-    q = T.qp[i]
-    n = i64(q["n_planes"])
-    for _ in range(n):
-        p = _next_plane(T, i, planes)
-        if p < 0:
-            return -1
-        k = _pick_any_in_plane(T, i, p)
-        if k >= 0:
-            return k
-        planes &= ~(i64(1) << p)
-    return -1
+    return _pick_over_planes(T, i, _planes_allowed(T, i, port_mask), True)
 
 
 # ---------------------------------------------------------------- REPS
@@ -256,16 +257,7 @@ def _select_reps(T, i, port_mask, now):
                     return k
     if q["reps_explore_left"] > 0:
         q["reps_explore_left"] -= 1
-    nplanes = i64(q["n_planes"])
-    for _ in range(nplanes):
-        p = _next_plane(T, i, planes)
-        if p < 0:
-            return -1
-        k = _random_in_plane(T, i, p)
-        if k >= 0:
-            return k
-        planes &= ~(i64(1) << p)
-    return -1
+    return _pick_over_planes(T, i, planes, False)
 
 
 @njit_core

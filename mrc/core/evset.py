@@ -130,6 +130,18 @@ def setup_planes(T, i):
     rebalance(T, i)
 
 
+@njit_core(inline="always")
+def rotation_next(T, i, p, start, size):
+    """The next slot of plane `p`'s EV rotation (slots start .. start + size - 1), advancing it; a
+    finished cycle starts a new shuffled one."""
+    q = T.qp[i]
+    if q["rot_pos"][p] >= size:
+        new_cycle(T, i, p, size)
+    k = start + i64(T.ev[q["ev_row"], start + i64(q["rot_pos"][p])]["order"])
+    q["rot_pos"][p] += 1
+    return k
+
+
 @njit_core
 def pick_in_plane(T, i, p, now):
     """Next active, usable EV slot of plane `p` in rotation order, or -1."""
@@ -140,10 +152,7 @@ def pick_in_plane(T, i, p, now):
     if size <= 0:
         return -1
     for _ in range(2 * size + 1):
-        if q["rot_pos"][p] >= size:
-            new_cycle(T, i, p, size)
-        k = start + i64(row[start + i64(q["rot_pos"][p])]["order"])
-        q["rot_pos"][p] += 1
+        k = rotation_next(T, i, p, start, size)
         e = row[k]
         if e["active"] == 0:
             continue
