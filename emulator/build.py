@@ -13,9 +13,10 @@ import numpy as np
 from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
 from mrc.emulator import transports
-from mrc.emulator.events import HEAP
+from mrc.emulator.events import HEAP, MAX_ID
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
+from mrc.errors import ConfigError
 from mrc.units import US, serialization_ps
 
 
@@ -75,6 +76,10 @@ def cfg_row(sc: Scenario) -> np.ndarray:
 def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engine:
     """The `Engine` of a run (flows already carry their ``ep`` and ``ideal``)."""
     topo = sc.topo
+    for what, n in (("topology (ports)", len(topo.port)), ("workload (flows)", len(fs.flows)),
+                    ("transport (endpoints)", len(ep))):
+        if n >= MAX_ID:
+            raise ConfigError(what, n, f"the event word holds ids below {MAX_ID}")
     S = np.zeros(ST.N_S, np.int64)
     S[ST.S_RNG] = np.int64(np.uint64(rng_seed) | np.uint64(1))  # xorshift state must not be 0
     pkt, hdr, free = ST.new_pool(sc.pool_packets)

@@ -28,6 +28,7 @@ from mrc.emulator import failures, nic, pfc, watch
 from mrc.emulator import state as ST
 from mrc.emulator.forward import forward
 from mrc.emulator.pool import RESERVE, free, trace
+from mrc.emulator.prefetch import prefetch
 from mrc.emulator.port import drop, pipe_pop, receive, start_next, tx_done
 from mrc.emulator.sched import peek, pop, schedule
 from mrc.emulator.transports import dispatch as TP
@@ -99,6 +100,26 @@ def on_tx(E, F, T, q, now):
         start_next(E, F, q, now)
 
 
+@njit(inline="always")
+def _prefetch_next(E, ev):
+    """Ask for the rows the next element event will touch while this one is handled (a packet's
+    row has usually left the caches while it crossed a wire): its packet, the header row when an
+    endpoint receives it, the free row a NIC port builds its next packet in."""
+    i, endpoint = EV.event_hint(ev)
+    if i < 0:
+        return
+    prefetch(E.pkt, i)
+    if endpoint != 0:
+        if (ev & EV.KIND_MASK) == EV.EV_PIPE:
+            prefetch(E.hdr, i)
+        else:
+            k = E.S[ST.S_FREE_N] - 1
+            if k >= 0:
+                j = E.free[k]
+                prefetch(E.pkt, j)
+                prefetch(E.hdr, j)
+
+
 @njit
 def prime(E):
     """Schedule the first flow start and the first failure action."""
@@ -134,7 +155,9 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
         n += 1
         S[ST.S_EVENTS] += 1
         kind = ev & EV.KIND_MASK
-        ident = ev >> EV.KIND_BITS
+        ident = EV.event_id(ev)
+        if S[ST.S_HEAP_N] > 0:
+            _prefetch_next(E, E.heap[0]["e"])
         if kind == EV.EV_PIPE:
             on_pipe(E, F, T, ident, t)
         elif kind == EV.EV_TX:

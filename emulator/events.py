@@ -4,8 +4,12 @@ Every element keeps at most one event pending (htsim's queue and pipe
 discipline), so the heap holds one entry per busy element, not one per packet.
 Ties in time are broken by a sequence number taken at push time, so the order
 of simultaneous events is the order they were scheduled: runs are
-deterministic. An event is ``id * 16 + kind`` (`kind` < 16): a port, pipe,
-endpoint, flow or cursor id plus what happened to it.
+deterministic. An event word is ``id * 16 + kind`` (`kind` < 16): a port, pipe,
+endpoint, flow or cursor id plus what happened to it. Port events (a packet
+leaves a serialiser, a packet reaches the end of a wire) also carry the
+packet's row and whether an endpoint handles it next (`event_pkt`), in the
+upper bits: the loop prefetches that row while it handles the event before
+(`engine.run_chunk`). Ids stay below 2**28 (`MAX_ID`, checked at build).
 
 The scalars live in the engine's int64 array ``S`` (`state.S_HEAP_N`,
 `state.S_SEQ`); the heap array grows from Python when nearly full
@@ -34,9 +38,31 @@ EV_PFC_RESUME = 7  # port id: a RESUME (XON) frame reaches this port
 N_KINDS = 8
 
 
+MAX_ID = 1 << 28
+_ID_MASK = MAX_ID - 1
+_HINT_SHIFT = 33  # bits 33..62: packet row + 1 (0: none); bit 32: an endpoint handles the packet next
+
+
 @njit(inline="always")
 def event(ident, kind):
     return np.int64(ident) * 16 + kind
+
+
+@njit(inline="always")
+def event_pkt(ident, kind, pkt, endpoint):
+    """`event` carrying packet row `pkt` and whether an endpoint (NIC transport) handles it next."""
+    return ((np.int64(pkt) + 1) << _HINT_SHIFT) | (np.int64(1 if endpoint else 0) << 32) | (np.int64(ident) * 16 + kind)
+
+
+@njit(inline="always")
+def event_id(ev):
+    return (ev >> KIND_BITS) & _ID_MASK
+
+
+@njit(inline="always")
+def event_hint(ev):
+    """(packet row or -1, endpoint flag) of an event word."""
+    return (ev >> _HINT_SHIFT) - 1, (ev >> 32) & 1
 
 
 @njit(inline="always")

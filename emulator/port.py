@@ -120,7 +120,7 @@ def begin_tx(E, F, q, i, now):
     P[q]["busy"] = 1
     P[q]["cur"] = i
     nbytes = np.int64(E.pkt[i]["size"]) + E.cfg[0]["framing"]
-    schedule(E, now + serialization_ps(nbytes, P[q]["rate"]), EV.event(q, EV.EV_TX))
+    schedule(E, now + serialization_ps(nbytes, P[q]["rate"]), EV.event_pkt(q, EV.EV_TX, i, (P[q]["kind"] & ST.PK_NIC) != 0))
 
 
 @njit(inline="always")
@@ -174,13 +174,14 @@ def tx_done(E, F, q, now):
         drop(E, i, q, ST.C_DROP_GRAY, now)
         return -1
     t = now + P[q]["delay"]
-    p[i]["t"] = t
     p[i]["next"] = -1
     if P[q]["pipe_n"] == 0:
         P[q]["pipe_head"] = i
-        schedule(E, t, EV.event(q, EV.EV_PIPE))
+        schedule(E, t, EV.event_pkt(q, EV.EV_PIPE, i, (P[q]["kind"] & ST.PK_TO_HOST) != 0))
     else:
-        p[P[q]["pipe_tail"]]["next"] = i
+        tail = P[q]["pipe_tail"]
+        p[tail]["next"] = i
+        p[tail]["next_t"] = t
     P[q]["pipe_tail"] = i
     P[q]["pipe_n"] += 1
     return i
@@ -197,7 +198,7 @@ def pipe_pop(E, q):
     if n > 0:
         j = p[i]["next"]
         P[q]["pipe_head"] = j
-        schedule(E, p[j]["t"], EV.event(q, EV.EV_PIPE))
+        schedule(E, p[i]["next_t"], EV.event_pkt(q, EV.EV_PIPE, j, (P[q]["kind"] & ST.PK_TO_HOST) != 0))
     p[i]["next"] = -1
     return i
 

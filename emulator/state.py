@@ -52,7 +52,7 @@ FWD_SRV6 = 1
 FWD_AR = 2  # switch adaptive routing: least-loaded uplink per packet (forward.py)
 
 PKTE = np.dtype([  # 64 bytes: one cache line per packet on the hop path
-    ("t", np.int64),  # on a wire: arrival time at the peer
+    ("next_t", np.int64),  # on a wire: arrival time at the peer of the packet behind it (``next``)
     ("hi", np.uint64),  # SRv6 carrier (outer destination), two words
     ("lo", np.uint64),
     ("next", np.int32),  # next packet in the same queue or wire (-1: last)

@@ -19,7 +19,7 @@ import numpy as np
 from mrc._jit import njit
 from mrc.fabric.address import carrier_lead, carrier_pack, carrier_shift
 from mrc.fabric.address import AGG_BASE, HOST_BASE, T0_BASE, T1_BASE
-from mrc.fabric.tables import ACT_END_DT6, ACT_FORWARD
+from mrc.fabric.tables import ACT_END_DT6, ACT_FORWARD, hash_slot
 
 ROUTE_INVALID_EV = -1
 ROUTE_BAD_ARGS = -2
@@ -145,23 +145,25 @@ def ev_carrier(F, src, dst, ev):
 
 @njit(inline="always")
 def table_lookup(F, node, prefix48):
-    """Index of `node`'s entry for the /48 prefix (block << 16 | uSID), or -1."""
-    lo = F.tbl_start[node]
-    hi = F.tbl_start[node + 1] - 1
+    """Index in ``F.htbl`` of `node`'s entry for the /48 prefix (block << 16 | uSID), or -1.
+
+    One hash probe, then linear probing (the table is at most half full).
+    """
+    base = F.htbl_start[node]
+    size = F.htbl_start[node + 1] - base
     key = np.uint64(prefix48)
-    while lo <= hi:
-        mid = (lo + hi) // 2
-        v = F.tbl[mid]["prefix"]
+    k = hash_slot(key, size)
+    for _ in range(size):
+        v = F.htbl[base + k]["prefix"]
         if v == key:
-            return mid
-        if v < key:
-            lo = mid + 1
-        else:
-            hi = mid - 1
+            return base + k
+        if v == 0:
+            return -1
+        k = (k + 1) & (size - 1)
     return -1
 
 
-@njit
+@njit(inline="always")
 def srv6_forward(F, node, hi, lo):
     """What `node` does with a packet whose destination is the carrier (hi, lo).
 
@@ -173,9 +175,9 @@ def srv6_forward(F, node, hi, lo):
         e = table_lookup(F, node, hi >> np.uint64(16))
         if e < 0:
             return FWD_DROP, hi, lo
-        act = F.tbl[e]["action"]
+        act = F.htbl[e]["action"]
         if act == ACT_FORWARD:
-            return np.int64(F.tbl[e]["port"]), hi, lo
+            return np.int64(F.htbl[e]["port"]), hi, lo
         if act == ACT_END_DT6:
             return FWD_DELIVER, hi, lo
         hi, lo = carrier_shift(hi, lo)

@@ -50,6 +50,8 @@ class FabricArrays(NamedTuple):
     plane_block: np.ndarray  # uint64[n_planes]: 32-bit uSID block of each plane
     tbl_start: np.ndarray  # int64[n_nodes + 1]: node n's entries are tbl[tbl_start[n]:tbl_start[n+1]]
     tbl: np.ndarray  # TBL[...], sorted by prefix within a node
+    htbl_start: np.ndarray  # int64[n_nodes + 1]: node n's hash table is htbl[htbl_start[n]:htbl_start[n+1]]
+    htbl: np.ndarray  # TBL[...]: the same entries hashed by prefix (prefix 0: empty slot)
     ev_nfields: int
     ev: np.ndarray  # EVF[3]: width, count, shift of plane, choice 1, choice 2
     ev_pad_mask: int

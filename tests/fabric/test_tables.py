@@ -26,6 +26,34 @@ def test_every_table_is_sorted_and_has_one_end_per_switch(topo):
             assert np.all(a.port["node"][fwd] == node)  # egress ports are the node's own
 
 
+def test_hash_tables_hold_exactly_the_sorted_entries(topo):
+    """The forwarding path's per-node hash tables: the same entries, every one found by a lookup,
+    absent prefixes (other planes' blocks, unknown uSIDs) not found."""
+    from mrc.fabric.paths import table_lookup
+    from numba import njit
+
+    @njit
+    def look(F, node, key):
+        return table_lookup(F, node, key)
+
+    a = topo.arrays
+    for node in range(a.n_nodes):
+        lo, hi = a.tbl_start[node], a.tbl_start[node + 1]
+        hlo, hhi = a.htbl_start[node], a.htbl_start[node + 1]
+        size = hhi - hlo
+        assert size >= 2 * (hi - lo) and size & (size - 1) == 0
+        h = a.htbl[hlo:hhi]
+        used = h[h["prefix"] != 0]
+        assert sorted(used.tolist()) == sorted(a.tbl[lo:hi].tolist())
+        for r in a.tbl[lo:hi]:
+            e = look(a, node, r["prefix"])
+            assert e >= 0 and a.htbl[e]["prefix"] == r["prefix"]
+            assert (a.htbl[e]["action"], a.htbl[e]["port"]) == (r["action"], r["port"])
+        for missing in (int(a.tbl[lo]["prefix"]) ^ (1 << 40), (int(a.plane_block[0]) << 16) | 0xEFFF):
+            if missing not in a.tbl["prefix"][lo:hi]:
+                assert look(a, node, np.uint64(missing)) == -1
+
+
 def test_usids_are_unique_per_plane_and_grouped_by_tier(topo):
     a = topo.arrays
     sw = a.node["kind"] == 1
