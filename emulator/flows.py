@@ -1,6 +1,7 @@
 """What happens when a flow ends: completion times, failures, and htsim triggers.
 
-Transports call `send_done` (the sender learnt that every byte arrived: the
+Transports call `delivered` (payload reached the receiver in order: goodput,
+also per failure for the flows it affects), `send_done` (the sender learnt that every byte arrived: the
 flow's FCT ends), `recv_done` (the receiver has every byte) and `failed`.
 Triggers follow htsim's ``connection_matrix`` / ``trigger`` semantics: a
 flow's ``send_done_trigger`` / ``recv_done_trigger`` activates a trigger; a
@@ -11,6 +12,8 @@ flows are scheduled as ``EV_START`` events at the current time (htsim's
 ``triggerIsPending``), which the engine starts in order.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from mrc.emulator._jit import njit
 from mrc.emulator import events as EV
@@ -48,6 +51,17 @@ def activate(E, t, now):
             tr["t_fired"] = now
             for j in range(tr["n"]):
                 schedule(E, now, EV.event(E.trig_tgt[first + j], EV.EV_START))
+
+
+@njit(inline="always")
+def delivered(E, f, nbytes):
+    """`nbytes` of flow f's payload reached its receiver in order (goodput)."""
+    E.ctr[ST.C_GOODPUT_BYTES] += nbytes
+    aff = np.int64(E.flow[f]["fail_aff"])
+    if aff != 0:
+        for k in range(min(E.fstat.shape[0], ST.MAX_TRACKED_FAILURES)):
+            if (aff >> k) & 1:
+                E.fstat[k]["aff_rx"] += nbytes
 
 
 @njit

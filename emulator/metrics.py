@@ -131,18 +131,21 @@ def reroute(run) -> list[dict]:
     - ``off_99_us``: fault -> end of the first sample window from which on (until the failure
       ended) at most 1 % of the affected flows' data packets sent in a window were directed to
       the failed element (windows without such packets are skipped); null if that never held;
-    - ``goodput_recovered_us``: fault -> end of the first window, after goodput fell below
-      (100 - ``recovery_pct``) % of its mean over the last 5 windows before the fault, in which
-      it is back above that; 0 if it never fell; null if it never came back. Only windows while
-      the failure lasts and at least (100 - ``recovery_pct``) % of the flows running at the
-      fault still run count (the offered load must be comparable).
+    - ``goodput_recovered_us``: fault -> end of the first window, after the affected flows'
+      goodput (``failure<k>_affected_goodput_gbps``: their payload delivered in order) fell below
+      (100 - ``recovery_pct``) % of its mean over the last 5 windows before the fault (windows
+      the failure was watched in), in which it is back above that; 0 if it never fell; null if
+      it never came back. Only windows while the failure lasts and at least
+      (100 - ``recovery_pct``) % of the affected flows running at the fault still run, and that
+      end before the first of those flows has received everything (the offered load must be
+      comparable, and a transfer's last window is its end, not a dip). The affected flows, not
+      the whole fabric: a few stalled flows among thousands would not move the fabric's goodput.
     """
     sc = run.scenario
     out = []
     if run.fstat is None:
         return out
     starts, ends = _windows(run)
-    good = np.asarray(run.samples.get("goodput_gbps", []), float)
     X = sc.metrics.recovery_pct / 100.0
     fl = run.flows
     for k, f in enumerate(sc.failures[: min(len(run.fstat), ST.MAX_TRACKED_FAILURES)]):
@@ -171,16 +174,23 @@ def reroute(run) -> list[dict]:
                     r["off_99_us"] = float(max(ends[after[0]] - at, 0.0))
                 elif bad[-1] + 1 < len(after):
                     r["off_99_us"] = float(ends[after[bad[-1] + 1]] - at)
+        good = np.asarray(run.samples.get(f"failure{k}_affected_goodput_gbps", []), float)
         if len(good):
-            pre = np.flatnonzero(ends <= at)[-5:]
-            running = np.asarray(run.samples.get("flows_running", np.zeros(len(good))), float)
-            if len(pre):
+            watched = at - sc.metrics.reroute_window_us
+            pre = np.flatnonzero((ends <= at) & (starts >= watched - 1e-9))[-5:]
+            running = np.asarray(run.samples[f"failure{k}_affected_running"], float)
+            if len(pre) and good[pre].mean() > 0:
                 g0 = float(good[pre].mean())
                 r["pre_fault_goodput_gbps"] = g0
                 # compare like with like: only while the offered load is about the same, i.e. at least
-                # (100 - recovery_pct) % of the flows running at the fault still run
+                # (100 - recovery_pct) % of the affected flows running at the fault still run
                 n0 = running[pre[-1]]
-                post = np.flatnonzero((ends > at) & (starts < end) & (running >= (1 - X) * n0))
+                aff = ((fl["fail_aff"].astype(np.int64) >> k) & 1).astype(bool)
+                rd = fl["t_recv_done"][aff & (fl["t_start"] >= 0) & (fl["t_start"] <= at * US)]
+                rd = rd[(rd < 0) | (rd > at * US)]
+                first_done = rd[rd >= 0].min() / US if np.any(rd >= 0) else np.inf
+                post = np.flatnonzero((ends > at) & (starts < end) & (running >= (1 - X) * n0)
+                                      & (ends <= first_done))
                 if len(post):
                     r["min_goodput_gbps"] = float(good[post].min())
                     low = post[good[post] < (1 - X) * g0]

@@ -78,7 +78,7 @@ class Sampler:
         self.prev_tx = np.zeros(len(fp), np.int64)
         self.prev_ctr = np.zeros(ST.N_C, np.int64)
         self.prev_watch = [0] * len(self.fail_ports)
-        self.prev_fstat = np.zeros((len(self.fail_ports), 2), np.int64)
+        self.prev_fstat = np.zeros((len(self.fail_ports), 3), np.int64)
         self.sim = sim
         self.flow_series = list(sim.sc.metrics.flow_series)
         n_flows = len(sim.flowset.flows)
@@ -130,9 +130,12 @@ class Sampler:
             self.prev_watch[k] = w
             if k < ST.MAX_TRACKED_FAILURES:
                 fs = E.fstat[k]
-                cur = np.array([fs["aff_sent"], fs["aff_directed"]], np.int64)
+                cur = np.array([fs["aff_sent"], fs["aff_directed"], fs["aff_rx"]], np.int64)
                 self._add(f"failure{k}_affected_sent", int(cur[0] - self.prev_fstat[k, 0]))
                 self._add(f"failure{k}_affected_on_failed", int(cur[1] - self.prev_fstat[k, 1]))
+                self._add(f"failure{k}_affected_goodput_gbps", float((cur[2] - self.prev_fstat[k, 2]) * 8 / (dt / 1e12) / 1e9))
+                aff = (E.flow["fail_aff"].astype(np.int64) >> k) & 1
+                self._add(f"failure{k}_affected_running", int(np.count_nonzero(aff & (E.flow["status"] == ST.FLOW_RUNNING))))
                 self.prev_fstat[k] = cur
         for p in self.ports:
             self._add(f"port{p}_util", float(util[p]))

@@ -224,6 +224,7 @@ FSTAT = np.dtype([  # per failure: reroute measurements (metrics.reroute)
     #                            fault, delivered without being directed to the failed element
     ("aff_sent", np.int64),  # data packets of affected flows sent (NICs) since the fault
     ("aff_directed", np.int64),  # ... of which were directed to the failed element
+    ("aff_rx", np.int64),  # payload bytes delivered in order to the receivers of affected flows
 ], align=True)
 
 ACT = np.dtype([

@@ -231,8 +231,8 @@ def on_rx(E, F, T, ep, i, now):
     spur0 = q["rtx_spurious"]
     cdisp.on_packet(core, ep, E.hdr[i], now)
     if q["rx_bytes"] != rx0:
-        E.ctr[ST.C_GOODPUT_BYTES] += q["rx_bytes"] - rx0
         f = E.ep[ep]["flow"]
+        flows.delivered(E, f, q["rx_bytes"] - rx0)
         if q["rx_bytes"] >= E.flow[f]["size"]:
             flows.recv_done(E, f, now)
     if q["rtx_spurious"] != spur0:

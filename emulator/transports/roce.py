@@ -352,7 +352,7 @@ def _on_data(E, R, rp, ep, i, now):
         r["epsn"] = psn + 1
         r["nak_sent"] = 0
         r["unacked"] += 1
-        E.ctr[ST.C_GOODPUT_BYTES] += h["payload_len"]
+        flows.delivered(E, r["flow"], h["payload_len"])
         if r["epsn"] >= r["n_pkts"]:
             flows.recv_done(E, r["flow"], now)
             r["ack_pending"] = 1
