@@ -88,6 +88,22 @@ def save(fig, path):
     _plt().close(fig)
 
 
+def goodput_plot(runs: dict, names, path, xmax, ylabel, title, mark):
+    """The fabric's goodput over time under transports `names`, the failure drawn by ``mark(ax)``."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    for t in names:
+        s = runs[t]["samples"]
+        ax.plot(s["t_us"], s["goodput_gbps"], label=t, lw=1)
+    mark(ax)
+    ax.set_xlim(0, xmax)
+    ax.set_xlabel("time (us)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7)
+    save(fig, path)
+
+
 def fct_row(label, x):
     s = x["s"]
     return [label, f"{s['flows']['completed']}/{s['flows']['total']}", f1(s["fct_us"]["p50"]), f1(s["fct_us"]["p99"]),
@@ -221,18 +237,9 @@ def exp4(out, keep, J):
                      f"{c.get('qp_errors', 0) + x['s']['outcome']['failed']}", f1(x["s"]["fct_us"]["max"])])
         J["4"][t] = {"goodput_pre_gbps": pre, "goodput_post_gbps": post, "reroute": x["s"]["reroute"],
                      "outcome": x["s"]["outcome"], "fct_us": x["s"]["fct_us"]}
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    for t in ("mrc", "roce-ecmp"):
-        s = runs[t]["samples"]
-        ax.plot(s["t_us"], s["goodput_gbps"], label=t, lw=1)
-    ax.axvline(200, color="r", ls=":", lw=1, label="h0 plane-0 port down")
-    ax.set_xlim(0, 1200)
-    ax.set_xlabel("time (us)")
-    ax.set_ylabel("goodput (Gb/s, 5 us windows)")
-    ax.set_title("8 planes: h0 -> h40 and h41 -> h0, 8 QPs each way", fontsize=10)
-    ax.legend(fontsize=7)
-    save(fig, out / "r4-8plane-goodput.png")
+    goodput_plot(runs, ("mrc", "roce-ecmp"), out / "r4-8plane-goodput.png", 1200, "goodput (Gb/s, 5 us windows)",
+                 "8 planes: h0 -> h40 and h41 -> h0, 8 QPs each way",
+                 lambda ax: ax.axvline(200, color="r", ls=":", lw=1, label="h0 plane-0 port down"))
     head = ["transport", "goodput 100-200 us Gb/s", "300-500 us", "after / before", "flows done", "QPs failed",
             "max FCT us"]
     rr = [row for t, x in runs.items() for row in reroute_rows(t, x)]
@@ -307,19 +314,10 @@ def exp7(out, keep, J, cache):
         rows.append([t, f1(c0.max()), f1(np.nanmax(c)), f1(np.nanmean(c)), f"{np.count_nonzero(~np.isnan(c))}/8",
                      f1(x["s"]["fct_us"]["max"]), stalled, *counters(x, ["drops_link_down", "drops_no_route", "timeouts"])])
         J["7"][t] = {"cct_us": x["s"]["cct_us"], "clean_cct_us": clean[t]["s"]["cct_us"], "reroute": x["s"]["reroute"]}
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 3.2))
-    for t in ("roce-ecmp", "mrc", "spray", "ar"):
-        s = runs[t]["samples"]
-        ax.plot(s["t_us"], s["goodput_gbps"], label=t, lw=1)
-    f = scen("r7-t1-reboot")["failures"][0]
-    ax.axvspan(f["at_us"], f["at_us"] + f["duration_us"], color="r", alpha=0.08, label="p0.t1.0 rebooting")
-    ax.set_xlim(0, 4000)
-    ax.set_xlabel("time (us)")
-    ax.set_ylabel("goodput (Gb/s)")
-    ax.set_title("k=8 ring all-reduce, a T1 switch down for 2 ms", fontsize=10)
-    ax.legend(fontsize=7)
-    save(fig, out / "r7-t1-reboot-goodput.png")
+    goodput_plot(runs, ("roce-ecmp", "mrc", "spray", "ar"), out / "r7-t1-reboot-goodput.png", 4000, "goodput (Gb/s)",
+                 "k=8 ring all-reduce, a T1 switch down for 2 ms",
+                 lambda ax: ax.axvspan(f7["at_us"], f7["at_us"] + f7["duration_us"], color="r", alpha=0.08,
+                                       label="p0.t1.0 rebooting"))
     rr = [row for t, x in runs.items() for row in reroute_rows(t, x)]
     head = ["transport", "CCT max, no failure us", "CCT max, reboot us", "CCT mean, reboot", "rings done",
             "max step FCT us", "steps > 1 ms ending after the reboot", "link-down drops", "no-route drops", "timeouts"]

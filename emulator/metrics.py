@@ -156,8 +156,9 @@ def reroute(run) -> list[dict]:
         end = f.at_us + f.duration_us if f.duration_us is not None else run.sim["sim_time_us"]
         if f.kind == "flap":
             end = f.until_us if f.until_us is not None else run.sim["sim_time_us"]
+        aff = (fl["fail_aff"] & (1 << k)) != 0
         r = {"index": k, "kind": f.kind, "target": f.target, "at_us": at,
-             "affected_flows": int(np.count_nonzero(fl["fail_aff"] & (1 << k))),
+             "affected_flows": int(np.count_nonzero(aff)),
              "affected_packets_sent": int(fs["aff_sent"]), "affected_packets_on_failed": int(fs["aff_directed"]),
              "first_steered_away_us": None, "off_99_us": None, "goodput_recovered_us": None,
              "pre_fault_goodput_gbps": None, "min_goodput_gbps": None, "recovery_pct": sc.metrics.recovery_pct}
@@ -185,10 +186,10 @@ def reroute(run) -> list[dict]:
                 # compare like with like: only while the offered load is about the same, i.e. at least
                 # (100 - recovery_pct) % of the affected flows running at the fault still run
                 n0 = running[pre[-1]]
-                aff = ((fl["fail_aff"].astype(np.int64) >> k) & 1).astype(bool)
+                # the first affected flow running at the fault to receive everything
                 rd = fl["t_recv_done"][aff & (fl["t_start"] >= 0) & (fl["t_start"] <= at * US)]
-                rd = rd[(rd < 0) | (rd > at * US)]
-                first_done = rd[rd >= 0].min() / US if np.any(rd >= 0) else np.inf
+                rd = rd[rd > at * US]
+                first_done = rd.min() / US if len(rd) else np.inf
                 post = np.flatnonzero((ends > at) & (starts < end) & (running >= (1 - X) * n0)
                                       & (ends <= first_done))
                 if len(post):

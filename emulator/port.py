@@ -114,6 +114,12 @@ def receive(E, F, q, i, now):
 
 
 @njit(inline="always")
+def _pipe_event(E, q, i):
+    """The `EV_PIPE` event of port q's wire whose head is packet i (delivered to a host: flagged)."""
+    return EV.event_pkt(q, EV.EV_PIPE, i, (E.port[q]["kind"] & ST.PK_TO_HOST) != 0)
+
+
+@njit(inline="always")
 def begin_tx(E, F, q, i, now):
     """Start serialising packet i on port q."""
     P = E.port
@@ -177,7 +183,7 @@ def tx_done(E, F, q, now):
     p[i]["next"] = -1
     if P[q]["pipe_n"] == 0:
         P[q]["pipe_head"] = i
-        schedule(E, t, EV.event_pkt(q, EV.EV_PIPE, i, (P[q]["kind"] & ST.PK_TO_HOST) != 0))
+        schedule(E, t, _pipe_event(E, q, i))
     else:
         tail = P[q]["pipe_tail"]
         p[tail]["next"] = i
@@ -198,7 +204,7 @@ def pipe_pop(E, q):
     if n > 0:
         j = p[i]["next"]
         P[q]["pipe_head"] = j
-        schedule(E, p[i]["next_t"], EV.event_pkt(q, EV.EV_PIPE, j, (P[q]["kind"] & ST.PK_TO_HOST) != 0))
+        schedule(E, p[i]["next_t"], _pipe_event(E, q, j))
     p[i]["next"] = -1
     return i
 

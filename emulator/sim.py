@@ -134,7 +134,7 @@ class Sampler:
                 self._add(f"failure{k}_affected_sent", int(cur[0] - self.prev_fstat[k, 0]))
                 self._add(f"failure{k}_affected_on_failed", int(cur[1] - self.prev_fstat[k, 1]))
                 self._add(f"failure{k}_affected_goodput_gbps", float((cur[2] - self.prev_fstat[k, 2]) * 8 / (dt / 1e12) / 1e9))
-                aff = (E.flow["fail_aff"].astype(np.int64) >> k) & 1
+                aff = (E.flow["fail_aff"] & (1 << k)) != 0
                 self._add(f"failure{k}_affected_running", int(np.count_nonzero(aff & (E.flow["status"] == ST.FLOW_RUNNING))))
                 self.prev_fstat[k] = cur
         for p in self.ports:
