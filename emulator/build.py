@@ -13,7 +13,7 @@ import numpy as np
 from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
 from mrc.emulator import transports
-from mrc.emulator.events import HEAP, MAX_ID
+from mrc.emulator.events import HEAP, MAX_ID, heap_new
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
 from mrc.errors import ConfigError
@@ -98,8 +98,9 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
     fstat = np.zeros(len(sc.failures), ST.FSTAT)
     fstat["t0"] = ST.NEVER
     fstat["first_away"] = ST.NEVER
+    heap_t, heap = heap_new(1 << 14)
     return ST.Engine(
-        S=S, ctr=np.zeros(ST.N_C, np.int64), cfg=cfg_row(sc), heap=np.zeros(1 << 14, HEAP),
+        S=S, ctr=np.zeros(ST.N_C, np.int64), cfg=cfg_row(sc), heap_t=heap_t, heap=heap,
         theap=np.zeros(max(len(ep), 1), HEAP), tpos=np.full(max(len(ep), 1), -1, np.int64),
         pkt=pkt, hdr=hdr, free=free, port=ports_table(sc), ep=ep,
         ring=np.full(len(ep) * topo.n_planes, -1, np.int32), flow=flows, arr_order=arr,

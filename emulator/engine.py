@@ -22,16 +22,20 @@ Per event kind:
 """
 from __future__ import annotations
 
+import numpy as np
+
 from mrc.emulator._jit import njit
 from mrc.emulator import events as EV
 from mrc.emulator import failures, nic, pfc, watch
 from mrc.emulator import state as ST
 from mrc.emulator.forward import forward
 from mrc.emulator.pool import RESERVE, free, trace
-from mrc.emulator.prefetch import prefetch
+from mrc.cachelines import prefetch
 from mrc.emulator.port import drop, pipe_pop, receive, start_next, tx_done
 from mrc.emulator.sched import peek, pop, schedule
 from mrc.emulator.transports import dispatch as TP
+from mrc.fabric.address import carrier_shift
+from mrc.fabric.paths import table_home
 
 
 @njit
@@ -77,7 +81,7 @@ def on_pipe(E, F, T, q, now):
         drop(E, i, q, ST.C_DROP_LINK, now)
         return
     peer = F.port[q]["peer"]
-    node = F.port[peer]["node"]
+    node = F.port[q]["peer_node"]
     if E.trace.shape[0] > 0:
         trace(E, ST.TR_ARRIVE, i, q, now, 0)
     if (P[q]["kind"] & ST.PK_TO_HOST) != 0:
@@ -101,23 +105,63 @@ def on_tx(E, F, T, q, now):
 
 
 @njit(inline="always")
-def _prefetch_next(E, ev):
+def _prefetch_ahead(E, F, ev):
+    """Two events ahead: the rows of the element event's port (engine and fabric) and packet,
+    so that the next call, `_prefetch_next`, can read them to find the rows they point to."""
+    if (ev & EV.KIND_MASK) > EV.EV_PIPE:
+        return
+    q = EV.event_id(ev)
+    prefetch(E.port, q)
+    prefetch(F.port, q)
+    i, _ = EV.event_hint(ev)
+    if i >= 0:
+        prefetch(E.pkt, i)
+
+
+@njit(inline="always")
+def _prefetch_next(E, F, T, ev):
     """Ask for the rows the next element event will touch while this one is handled (a packet's
-    row has usually left the caches while it crossed a wire): its packet, the header row when an
-    endpoint receives it, the free row a NIC port builds its next packet in."""
+    row has usually left the caches while it crossed a wire, a port's while its packet was on
+    the wire): the port and its packet; when an endpoint receives it, the header row; when a
+    switch receives it, the slot of its SRv6 table the carrier hashes to; when the port's
+    serialiser frees, the packet at the tail of its wire and the one it serialises next (a NIC
+    port: the free row it builds its next packet in). The port and packet rows were asked for
+    one event earlier (`_prefetch_ahead`), so reading them here rarely waits."""
+    kind = ev & EV.KIND_MASK
+    if kind > EV.EV_PIPE:
+        return
+    q = EV.event_id(ev)
     i, endpoint = EV.event_hint(ev)
+    prefetch(E.port, q)
     if i < 0:
         return
     prefetch(E.pkt, i)
-    if endpoint != 0:
-        if (ev & EV.KIND_MASK) == EV.EV_PIPE:
+    P = E.port
+    if kind == EV.EV_PIPE:
+        if endpoint != 0:
             prefetch(E.hdr, i)
-        else:
-            k = E.S[ST.S_FREE_N] - 1
-            if k >= 0:
-                j = E.free[k]
-                prefetch(E.pkt, j)
-                prefetch(E.hdr, j)
+            TP.prefetch(E, T, E.pkt[i]["dst_ep"])
+        elif E.pkt[i]["fwd"] == ST.FWD_SRV6:
+            # the first probe, and the one after a shift (a switch's own uSID, then the next)
+            node = F.port[q]["peer_node"]
+            hi = E.pkt[i]["hi"]
+            prefetch(F.htbl, table_home(F, node, hi >> np.uint64(16)))
+            prefetch(F.htbl, table_home(F, node, carrier_shift(hi, E.pkt[i]["lo"])[0] >> np.uint64(16)))
+        return
+    if P[q]["pipe_n"] > 0:
+        prefetch(E.pkt, P[q]["pipe_tail"])
+    if endpoint != 0:
+        k = E.S[ST.S_FREE_N] - 1
+        if k >= 0:
+            j = E.free[k]
+            prefetch(E.pkt, j)
+            prefetch(E.hdr, j)
+        if P[q]["ring_n"] > 0:  # the endpoint the NIC's scheduler asks next
+            TP.prefetch(E, T, P[q]["ring_head"] // E.cfg[0]["n_planes"])
+    elif P[q]["pkts1"] > 0:
+        prefetch(E.pkt, P[q]["head1"])
+    elif P[q]["pkts0"] > 0:
+        prefetch(E.pkt, P[q]["head0"])
 
 
 @njit
@@ -136,7 +180,7 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
     """Handle events up to `t_stop`; returns a `state.ST_*` status."""
     S = E.S
     n_flows = E.flow.shape[0]
-    cap = E.heap.shape[0]
+    cap = E.heap_t.shape[0] - EV.ROOT
     n = 0
     while True:
         if S[ST.S_FLOWS_ENDED] >= n_flows:
@@ -156,8 +200,11 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
         S[ST.S_EVENTS] += 1
         kind = ev & EV.KIND_MASK
         ident = EV.event_id(ev)
-        if S[ST.S_HEAP_N] > 0:
-            _prefetch_next(E, E.heap[0]["e"])
+        h_n = S[ST.S_HEAP_N]
+        if h_n > 1:
+            _prefetch_ahead(E, F, EV.heap_entry(E.heap, EV.min_child(E.heap_t, E.heap, 1, h_n)))  # the one after the next
+        if h_n > 0:
+            _prefetch_next(E, F, T, EV.heap_entry(E.heap, 0))
         if kind == EV.EV_PIPE:
             on_pipe(E, F, T, ident, t)
         elif kind == EV.EV_TX:

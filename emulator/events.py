@@ -1,4 +1,5 @@
-"""The event queue: a binary heap of (time, sequence number, event) in one structured array.
+"""The event queues: a 4-ary heap of (time, sequence number, event) for the elements, an
+indexed binary heap for the endpoint timers.
 
 Every element keeps at most one event pending (htsim's queue and pipe
 discipline), so the heap holds one entry per busy element, not one per packet.
@@ -12,16 +13,17 @@ upper bits: the loop prefetches that row while it handles the event before
 (`engine.run_chunk`). Ids stay below 2**28 (`MAX_ID`, checked at build).
 
 The scalars live in the engine's int64 array ``S`` (`state.S_HEAP_N`,
-`state.S_SEQ`); the heap array grows from Python when nearly full
+`state.S_SEQ`); the heap arrays grow from Python when nearly full
 (`engine.run_chunk` returns `state.ST_GROW`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from mrc.cachelines import aligned_zeros
 from mrc.emulator._jit import njit
 
-HEAP = np.dtype([("t", np.int64), ("s", np.int64), ("e", np.int64)], align=True)
+HEAP = np.dtype([("t", np.int64), ("s", np.int64), ("e", np.int64)], align=True)  # a timer-heap entry
 
 KIND_BITS = 4
 KIND_MASK = 15
@@ -72,8 +74,63 @@ def _less(h, a, b):
     return ta < tb or (ta == tb and h[a]["s"] < h[b]["s"])
 
 
+# The element heap is 4-ary (children of j: 4j+1 .. 4j+4): half the levels of a
+# binary heap. Its keys (times) are an int64 array of their own, `ht`, and the
+# sequence numbers and event words a parallel `EVQ` array, `hv`: a removal
+# compares four children's times, which sit side by side in one cache line
+# (entry j lives at index j + ROOT, so every group of four children starts on
+# a 32-byte boundary of the line-aligned `ht`). The timer heap below is small
+# and stays binary, with one `HEAP` row per entry.
+ARITY = 4
+ROOT = 3
+EVQ = np.dtype([("s", np.int64), ("e", np.int64)], align=True)
+
+
+def heap_new(capacity: int):
+    """An empty element heap of `capacity` entries: (``ht``, ``hv``)."""
+    return aligned_zeros(capacity + ROOT, np.int64), np.zeros(capacity + ROOT, EVQ)
+
+
+def heap_grown(ht, hv, n: int):
+    """The heap with twice the capacity, its first `n` entries kept."""
+    t2, v2 = heap_new(2 * heap_capacity(ht))
+    t2[: n + ROOT] = ht[: n + ROOT]
+    v2[: n + ROOT] = hv[: n + ROOT]
+    return t2, v2
+
+
+def heap_capacity(ht) -> int:
+    return len(ht) - ROOT
+
+
 @njit(inline="always")
-def heap_push(h, S, i_n, i_seq, t, ev):
+def min_child(ht, hv, c, n):
+    """The earliest of entries c .. min(c + ARITY, n) - 1 (c < n)."""
+    m = c
+    tm = ht[c + ROOT]
+    end = min(c + ARITY, n)
+    for k in range(c + 1, end):
+        tk = ht[k + ROOT]
+        if tk < tm or (tk == tm and hv[k + ROOT]["s"] < hv[m + ROOT]["s"]):
+            m = k
+            tm = tk
+    return m
+
+
+@njit(inline="always")
+def heap_top(ht, hv):
+    """(time, sequence number, event word) of the earliest entry (the heap must not be empty)."""
+    return ht[ROOT], hv[ROOT]["s"], hv[ROOT]["e"]
+
+
+@njit(inline="always")
+def heap_entry(hv, j):
+    """Event word of entry j."""
+    return hv[j + ROOT]["e"]
+
+
+@njit(inline="always")
+def heap_push(ht, hv, S, i_n, i_seq, t, ev):
     """Schedule event `ev` at time `t` (the caller made sure there is room)."""
     n = S[i_n]
     seq = S[i_seq]
@@ -82,43 +139,44 @@ def heap_push(h, S, i_n, i_seq, t, ev):
     # sift up with a hole
     j = n
     while j > 0:
-        p = (j - 1) >> 1
-        tp = h[p]["t"]
-        if tp < t or (tp == t and h[p]["s"] < seq):
+        p = (j - 1) >> 2
+        tp = ht[p + ROOT]
+        if tp < t or (tp == t and hv[p + ROOT]["s"] < seq):
             break
-        h[j] = h[p]
+        ht[j + ROOT] = tp
+        hv[j + ROOT] = hv[p + ROOT]
         j = p
-    h[j]["t"] = t
-    h[j]["s"] = seq
-    h[j]["e"] = ev
+    ht[j + ROOT] = t
+    hv[j + ROOT]["s"] = seq
+    hv[j + ROOT]["e"] = ev
 
 
 @njit(inline="always")
-def heap_pop(h, S, i_n):
+def heap_pop(ht, hv, S, i_n):
     """Remove the earliest event; returns (t, ev). The heap must not be empty."""
-    t0 = h[0]["t"]
-    e0 = h[0]["e"]
+    t0 = ht[ROOT]
+    e0 = hv[ROOT]["e"]
     n = S[i_n] - 1
     S[i_n] = n
     if n > 0:
-        lt = h[n]["t"]
-        ls = h[n]["s"]
-        le = h[n]["e"]
+        lt = ht[n + ROOT]
+        ls = hv[n + ROOT]["s"]
+        le = hv[n + ROOT]["e"]
         j = 0
         while True:
-            c = 2 * j + 1
+            c = 4 * j + 1
             if c >= n:
                 break
-            if c + 1 < n and _less(h, c + 1, c):
-                c += 1
-            tc = h[c]["t"]
-            if lt < tc or (lt == tc and ls < h[c]["s"]):
+            c = min_child(ht, hv, c, n)
+            tc = ht[c + ROOT]
+            if lt < tc or (lt == tc and ls < hv[c + ROOT]["s"]):
                 break
-            h[j] = h[c]
+            ht[j + ROOT] = tc
+            hv[j + ROOT] = hv[c + ROOT]
             j = c
-        h[j]["t"] = lt
-        h[j]["s"] = ls
-        h[j]["e"] = le
+        ht[j + ROOT] = lt
+        hv[j + ROOT]["s"] = ls
+        hv[j + ROOT]["e"] = le
     return t0, e0
 
 

@@ -16,7 +16,7 @@ from mrc.emulator.state import NEVER
 @njit(inline="always")
 def schedule(E, t, ev):
     """Schedule event word `ev` (`events.event(id, kind)`) at time `t`."""
-    EV.heap_push(E.heap, E.S, ST.S_HEAP_N, ST.S_SEQ, t, ev)
+    EV.heap_push(E.heap_t, E.heap, E.S, ST.S_HEAP_N, ST.S_SEQ, t, ev)
 
 
 @njit(inline="always")
@@ -35,8 +35,8 @@ def _timer_first(E):
     if E.S[ST.S_HEAP_N] == 0:
         return True
     a = E.theap[0]
-    b = E.heap[0]
-    return a["t"] < b["t"] or (a["t"] == b["t"] and a["s"] < b["s"])
+    tb, sb, _ = EV.heap_top(E.heap_t, E.heap)
+    return a["t"] < tb or (a["t"] == tb and a["s"] < sb)
 
 
 @njit(inline="always")
@@ -46,7 +46,7 @@ def peek(E):
         return NEVER
     if _timer_first(E):
         return E.theap[0]["t"]
-    return E.heap[0]["t"]
+    return EV.heap_top(E.heap_t, E.heap)[0]
 
 
 @njit(inline="always")
@@ -55,7 +55,7 @@ def pop(E):
     if _timer_first(E):
         t, ep = EV.timer_pop(E.theap, E.tpos, E.S, ST.S_THEAP_N)
         return t, EV.event(ep, EV.EV_TIMER)
-    return EV.heap_pop(E.heap, E.S, ST.S_HEAP_N)
+    return EV.heap_pop(E.heap_t, E.heap, E.S, ST.S_HEAP_N)
 
 
 @njit(inline="always")

@@ -18,7 +18,8 @@ table       one row per
             happened to it
 ``trig``    htsim trigger (`TRIG`) with its target flows in ``trig_tgt``
 ``act``     failure action (`ACT`), sorted by time
-``heap``    pending element events (`events.HEAP`)
+``heap_t``  pending element events: times (4-ary heap, `events`)
+``heap``    ... their sequence numbers and event words (`events.EVQ`)
 ``theap``   pending endpoint timers, at most one per endpoint (position in
             ``tpos``)
 ==========  ==================================================================
@@ -33,6 +34,8 @@ from collections import namedtuple
 
 import numpy as np
 
+from mrc.cachelines import aligned_zeros
+from mrc.emulator import events as EV
 from mrc.wire.records import PKT
 
 NEVER = np.int64(2**62)  # "no deadline" / "not yet"
@@ -374,7 +377,7 @@ TRACE = np.dtype([
 ], align=True)
 
 Engine = namedtuple("Engine", [
-    "S", "ctr", "cfg", "heap", "theap", "tpos", "pkt", "hdr", "free", "port", "ep", "ring", "flow", "arr_order",
+    "S", "ctr", "cfg", "heap_t", "heap", "theap", "tpos", "pkt", "hdr", "free", "port", "ep", "ring", "flow", "arr_order",
     "trig", "trig_tgt", "act", "dscp_classes", "trace", "trace_flow", "host_ep_start", "host_ep", "wake", "pmeta",
     "fstat",
 ])
@@ -384,14 +387,6 @@ Engine.__doc__ = """The engine's tables (see the module docstring); every compil
 endpoints a transport touched besides the one it was called for (``S[S_WAKE_N]`` of them), which
 the engine syncs after the input; ``pmeta`` runs parallel to the pool (reroute tracking, below);
 ``fstat`` has one `FSTAT` row per failure."""
-
-
-def aligned_zeros(n: int, dtype, align: int = 64) -> np.ndarray:
-    """A zeroed array whose first row starts on a cache-line boundary."""
-    dtype = np.dtype(dtype)
-    raw = np.zeros(n * dtype.itemsize + align, np.uint8)
-    off = (-raw.ctypes.data) % align
-    return raw[off: off + n * dtype.itemsize].view(dtype)
 
 
 def new_pool(n: int):
@@ -417,7 +412,6 @@ def grow(E: Engine, pool: bool, heap: bool) -> Engine:
         E.S[S_FREE_N] = k + n
         out = out._replace(pkt=pkt, hdr=hdr, free=free, pmeta=pmeta)
     if heap:
-        h = np.zeros(2 * len(E.heap), E.heap.dtype)
-        h[: len(E.heap)] = E.heap
-        out = out._replace(heap=h)
+        ht, hv = EV.heap_grown(E.heap_t, E.heap, int(E.S[S_HEAP_N]))
+        out = out._replace(heap_t=ht, heap=hv)
     return out

@@ -57,6 +57,7 @@ PORT = np.dtype([
     ("plane", np.int8),
     ("tier", np.int8),  # link tier: 0 host-T0, 1 T0-T1, 2 T1-T2
     ("dir", np.int8),  # UP 0 (towards the top), DOWN 1
+    ("peer_node", np.int32),  # node of the peer port (what a packet leaving here reaches); in the padding
 ], align=True)
 
 
@@ -176,6 +177,7 @@ def build_arrays(spec: FabricSpec, ecmp_seed: int = 0) -> dict:
             r["tier"], r["dir"], r["plane"] = tiers_flat, dir_of.ravel(), p
             r["rate"] = np.asarray(rates, np.int64)[tiers_flat]
             r["delay"] = np.asarray(delays, np.int64)[tiers_flat]
+    port["peer_node"] = port["node"][port["peer"]]
 
     return dict(
         n_hosts=H, n_planes=P, tiers=spec.tiers, hosts_per_leaf=hpl,

@@ -58,7 +58,7 @@ def up_port(F, node, j):
 
 @njit(inline="always")
 def peer_node(F, port):
-    return F.port[F.port[port]["peer"]]["node"]
+    return F.port[port]["peer_node"]
 
 
 @njit(inline="always")
@@ -141,6 +141,15 @@ def ev_carrier(F, src, dst, ev):
     else:
         mid = T1_BASE + (a << F.core_bits) + ev_field(F, ev, 2)
     return carrier_pack(blk, T0_BASE + t0s, mid, T0_BASE + t0d, host)
+
+
+@njit(inline="always")
+def table_home(F, node, prefix48):
+    """Index in ``F.htbl`` of the home slot of the /48 prefix in `node`'s table (where
+    `table_lookup` probes first)."""
+    base = F.htbl_start[node]
+    size = F.htbl_start[node + 1] - base
+    return base + hash_slot(np.uint64(prefix48), size) if size > 0 else base
 
 
 @njit(inline="always")

@@ -150,7 +150,7 @@ class Topology:
 
     def peer_node(self, port: int) -> int:
         """The node at the other end of `port`'s link."""
-        return int(self.port[self.port[port]["peer"]]["node"])
+        return int(self.port[port]["peer_node"])
 
     def tier_name(self, node: int) -> str:
         return TIER_NAMES[int(self.node[node]["tier"])]

@@ -286,7 +286,7 @@ class Device:
         """A QP in RESET: its row and every table row it owns zeroed (no state survives a reuse)."""
         T = self.T
         T.qp[index] = np.zeros(1, dtype=D.QP)[0]
-        for table in (T.ev, T.tx, T.rx, T.wr, T.rq):
+        for table in (T.ev, T.ev_order, T.tx, T.rx, T.wr, T.rq):
             table[index] = np.zeros(table.shape[1], dtype=table.dtype)
         q = T.qp[index]
         q["qpn"] = qpn

@@ -17,6 +17,9 @@ bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
 - ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
   what is due, nothing else).
 
+- ``prefetch(E, T, ep)`` (optional): the loop will hand ep a packet or ask
+  it for one at the next event; ask the caches for its state rows now.
+
 - ``port_event(E, F, T, host, plane, up, now)``: a host's NIC link on
   ``plane`` went down (``up`` = 0) or came back (the NIC sees it at once).
 
@@ -82,6 +85,12 @@ def next_deadline(E, F, T, ep):
     if c == TP_MRC:
         return mrcqp.next_deadline(E, T, ep)
     return NEVER
+
+
+@njit(inline="always")
+def prefetch(E, T, ep):
+    if E.ep[ep]["tcode"] == TP_MRC:
+        mrcqp.prefetch_ep(T, ep)
 
 
 @njit(inline="always")

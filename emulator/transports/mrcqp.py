@@ -41,6 +41,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
+from mrc.cachelines import prefetch
 from mrc.wire.constants import NackReason, Opcode
 
 MP = np.dtype([
@@ -165,6 +166,15 @@ def _count_sent(E, T, ep, kind, i):
                 E.ctr[ST.C_NACK_OTHER] += 1
         elif op == OP_AETH:
             E.ctr[ST.C_NAKS] += 1
+
+
+@njit(inline="always")
+def prefetch_ep(T, ep):
+    """The rows endpoint ep's next packet (in or out) reads (`dispatch.prefetch`): its QP and
+    its EV visiting order (endpoint ep's EV row is ep, `mrc_setup.setup`)."""
+    if ep < T.mrc_p[0]["n_qp"]:
+        prefetch(T.core.qp, ep)
+        prefetch(T.core.ev_order, ep)
 
 
 @njit(inline="always")

@@ -11,7 +11,8 @@ table     one row per
           responder half (receives writes, sends SACK/NACK); config, timers,
           NSCC state, counters
 ``EV``    entropy value of a QP (2-D: ``ev[qp.ev_row, k]``): value, plane,
-          state GOOD / SKIP / ASSUMED_BAD / DENIED, active or backup, probes
+          state GOOD / SKIP / ASSUMED_BAD / DENIED, active or backup, probes;
+          ``ev_order[qp.ev_row, k]`` (uint16) holds each plane's visiting order
 ``TX``    outstanding PSN of a requester (2-D: ``tx[qp.tx_row, psn & mask]``)
 ``RX``    PSN slot of a responder's tracking window (2-D, same indexing)
 ``WR``    send work request (2-D ring: ``wr[qp.wr_row, k]``)
@@ -302,24 +303,26 @@ QP = np.dtype(
 
 EV = np.dtype(
     [
+        # Fields ordered so the row is exactly 64 bytes (one cache line: `tables.allocate`
+        # aligns the table); selecting an EV for a packet reads one line.
         ("ev", np.uint32),  # 32-bit EV value (STEV container / compact SRv6 index)
         ("plane", np.uint8),  # NIC port (0-based) this EV leaves on
         ("state", np.uint8),
         ("active", np.uint8),  # 1: in the active set, 0: backup
-        ("order", np.uint16),  # row start+j holds the j-th slot (offset in its plane) of the plane's visiting order
         ("probe_ok", np.uint8),  # consecutive successful probes while ASSUMED_BAD
         ("probe_outstanding", np.uint8),
+        ("losses", np.uint32),  # losses attributed to this EV (EV event drop_count)
         ("probe_deadline", np.int64),
         ("probe_sent", np.int64),  # send time of the last probe on this EV (its answer's RTT), -1 if none
         ("bad_since", np.int64),
         ("tx_pkts", np.int64),
-        ("losses", np.uint32),  # losses attributed to this EV (EV event drop_count)
+        ("last_rtt", np.int64),
         ("ecn_marks", np.uint32),
         ("trims", np.uint32),
-        ("last_rtt", np.int64),
     ],
     align=True,
 )
+assert EV.itemsize == 64
 
 TX = np.dtype(
     [

@@ -25,9 +25,8 @@ Rules and sources (docs/protocol.md has the full table):
   (``port_mask``, like GetSendParams in MANI 3.3); planes are taken round
   robin among the usable ones; within a plane the EVs are visited in a
   pseudo-random order (a permutation re-drawn from the QP's seeded generator
-  every cycle, kept in the EV rows' ``order`` column), so every active EV
-  carries one packet per cycle and
-  QPs sharing a profile do not synchronise (MANI: "pseudo-random EV
+  every cycle, kept in ``ev_order``), so every active EV carries one packet
+  per cycle and QPs sharing a profile do not synchronise (MANI: "pseudo-random EV
   selection").
 """
 from __future__ import annotations
@@ -40,6 +39,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
+from mrc.cachelines import prefetch
 
 _G, _S, _B, _X, _U = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED, D.EV_UNUSED
 
@@ -95,15 +95,15 @@ def usable_count(T, i):
 
 @njit_core
 def new_cycle(T, i, p, size):
-    """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots' ``order`` column)."""
+    """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots of ``ev_order``)."""
     q = T.qp[i]
-    row = T.ev[q["ev_row"]]
+    order = T.ev_order[q["ev_row"]]
     start = i64(q["plane_start"][p])
     for j in range(size - 1, 0, -1):
         r = below(T.qp, i, j + 1)
-        tmp = row[start + j]["order"]
-        row[start + j]["order"] = row[start + r]["order"]
-        row[start + r]["order"] = tmp
+        tmp = order[start + j]
+        order[start + j] = order[start + r]
+        order[start + r] = tmp
     q["rot_pos"][p] = 0
 
 
@@ -120,8 +120,9 @@ def setup_planes(T, i):
             k += 1
     for p in range(n_planes, D.MAX_PLANES + 1):
         q["plane_start"][p] = k
+    order = T.ev_order[q["ev_row"]]
     for k in range(i64(q["n_ev"])):
-        row[k]["order"] = k - i64(q["plane_start"][row[k]["plane"]])
+        order[k] = k - i64(q["plane_start"][row[k]["plane"]])
         row[k]["probe_sent"] = -1
     for p in range(n_planes):
         size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
@@ -137,8 +138,13 @@ def rotation_next(T, i, p, start, size):
     q = T.qp[i]
     if q["rot_pos"][p] >= size:
         new_cycle(T, i, p, size)
-    k = start + i64(T.ev[q["ev_row"], start + i64(q["rot_pos"][p])]["order"])
-    q["rot_pos"][p] += 1
+    order = T.ev_order[q["ev_row"]]
+    pos = i64(q["rot_pos"][p])
+    k = start + i64(order[start + pos])
+    q["rot_pos"][p] = pos + 1
+    if pos + 1 < size:
+        # the slot the rotation visits next: its row is in the caches when the next packet asks
+        prefetch(T.ev[q["ev_row"]], start + i64(order[start + pos + 1]))
     return k
 
 

@@ -20,16 +20,20 @@ from collections import namedtuple
 
 import numpy as np
 
+from mrc.cachelines import aligned_zeros
 from mrc.core import dtypes as D
 from mrc.errors import ConfigError
 from mrc.wire.records import PKT
 
 CoreTables = namedtuple(
     "CoreTables",
-    ["qp", "ev", "tx", "rx", "wr", "rq", "mr", "cc", "evt", "evt_n", "place", "txsrc", "pkt0"],
+    ["qp", "ev", "ev_order", "tx", "rx", "wr", "rq", "mr", "cc", "evt", "evt_n", "place", "txsrc", "pkt0"],
 )
 CoreTables.__doc__ = """State of the protocol core (see module docstring).
 
+``ev_order[r, start + j]`` is the slot offset (in its plane) of the j-th EV
+the rotation of the plane whose slots begin at ``start`` visits (`evset`);
+kept apart from the 64-byte EV rows so the rotation reads a few bytes per QP.
 ``evt_n[0]`` is the number of events in ``evt`` not yet drained, ``evt_n[1]``
 the number dropped because ``evt`` was full (never completions: the core stops
 and reports instead of losing one). ``place`` is an int64[4] scratch row where
@@ -77,7 +81,8 @@ def allocate(
     rows = lambda n: n_qp if n is None else n  # noqa: E731
     return CoreTables(
         qp=np.zeros(n_qp, dtype=D.QP),
-        ev=np.zeros((rows(n_ev_rows), max_ev), dtype=D.EV),
+        ev=aligned_zeros((rows(n_ev_rows), max_ev), D.EV),
+        ev_order=np.zeros((rows(n_ev_rows), max_ev), dtype=np.uint16),
         tx=np.zeros((rows(n_tx_rows), window), dtype=D.TX),
         rx=np.zeros((rows(n_rx_rows), window), dtype=D.RX),
         wr=np.zeros((rows(n_wr_rows), max_wr), dtype=D.WR),

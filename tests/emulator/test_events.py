@@ -15,22 +15,22 @@ I_N, I_SEQ, I_TN = 0, 1, 2
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 50)), min_size=1, max_size=300))
 @settings(max_examples=60)
 def test_heap_matches_heapq_with_ties(ops):
-    h = np.zeros(400, EV.HEAP)
+    ht, hv = EV.heap_new(400)
     S = np.zeros(4, np.int64)
     ref = []
     seq = 0
     for push, t in ops:
         if push or not ref:
-            EV.heap_push(h, S, I_N, I_SEQ, t, seq * 16 + 3)
+            EV.heap_push(ht, hv, S, I_N, I_SEQ, t, seq * 16 + 3)
             heapq.heappush(ref, (t, seq))
             seq += 1
         else:
-            got = EV.heap_pop(h, S, I_N)
+            got = EV.heap_pop(ht, hv, S, I_N)
             t0, s0 = heapq.heappop(ref)
             assert got == (t0, s0 * 16 + 3)
     while ref:
         t0, s0 = heapq.heappop(ref)
-        assert EV.heap_pop(h, S, I_N) == (t0, s0 * 16 + 3)
+        assert EV.heap_pop(ht, hv, S, I_N) == (t0, s0 * 16 + 3)
     assert S[I_N] == 0
 
 
@@ -57,3 +57,20 @@ def test_timer_heap_keeps_one_entry_per_endpoint(ops):
     for t, s, e in order:
         assert EV.timer_pop(h, pos, S, I_TN) == (t, e)
         assert pos[e] == -1
+
+
+def test_heap_grows_keeping_its_entries_and_aligns_child_groups():
+    ht, hv = EV.heap_new(8)
+    assert EV.heap_capacity(ht) == 8
+    assert (ht.ctypes.data + 8 * (EV.ROOT + 1)) % 32 == 0  # children 1..4 of the root: one aligned group
+    S = np.zeros(4, np.int64)
+    times = [5, 3, 9, 3, 1, 7, 2, 8]
+    for k, t in enumerate(times):
+        EV.heap_push(ht, hv, S, I_N, I_SEQ, t, k)
+    ht, hv = EV.heap_grown(ht, hv, int(S[I_N]))
+    assert EV.heap_capacity(ht) == 16
+    for k, t in enumerate([4, 3]):
+        EV.heap_push(ht, hv, S, I_N, I_SEQ, t, 8 + k)
+    got = [EV.heap_pop(ht, hv, S, I_N) for _ in range(10)]
+    want = sorted(((t, k) for k, t in enumerate(times + [4, 3])), key=lambda x: (x[0], x[1]))
+    assert got == want

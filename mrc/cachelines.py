@@ -1,0 +1,99 @@
+"""Cache-line helpers: a software prefetch of one table row (``llvm.prefetch``), for compiled
+code that knows which row it will touch next, and line-aligned tables.
+
+The emulator's loop knows which port and packet the next event touches
+before it handles the current one (the event word carries them,
+`emulator.events.event_pkt`; `emulator.engine._prefetch_next`), and the core's
+EV rotation knows the EV it visits next (`core.evset.rotation_next`). Asking
+the memory system for that row early hides most of the miss. A prefetch never
+changes a result; without the JIT (``NUMBA_DISABLE_JIT=1``) it does nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic, overload
+from numba.np.numpy_support import as_dtype
+
+
+def prefetch(arr, i):
+    """Hint that row `i` of `arr` is needed soon: of a 1-d array, the element's every cache line;
+    of a 2-d (C-contiguous) array, every line of ``arr[i, :]``. No effect on results."""
+
+
+def _prefetch_call(builder, ptr, offsets):
+    i8p = ir.IntType(8).as_pointer()
+    i32 = ir.IntType(32)
+    fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+    fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0i8")
+    base = builder.bitcast(ptr, i8p)
+    for off in offsets:
+        # read, high temporal locality, data cache
+        builder.call(fn, [builder.gep(base, [i32(off)]), i32(0), i32(3), i32(1)])
+
+
+@intrinsic
+def _prefetch_row(typingctx, arr, idx):
+    """Every line of element `idx` of a 1-d array."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+        offsets = list(range(0, size, 64))
+        if size - 1 - offsets[-1] > 0:
+            offsets.append(size - 1)  # a row that straddles one more line than its size suggests
+        _prefetch_call(builder, ptr, offsets)
+        return context.get_dummy_value()
+
+    return types.void(arr, idx), codegen
+
+
+@intrinsic
+def _prefetch_line(typingctx, arr, idx):
+    """The line holding the first byte of element `idx` of a 1-d array."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        _prefetch_call(builder, ptr, [0])
+        return context.get_dummy_value()
+
+    return types.void(arr, idx), codegen
+
+
+@overload(prefetch, inline="always")
+def _prefetch_impl(arr, i):
+    if isinstance(arr, types.Array) and arr.ndim == 1:
+        def impl(arr, i):
+            _prefetch_row(arr, i)
+        return impl
+    if isinstance(arr, types.Array) and arr.ndim == 2:
+        step = max(1, 64 // as_dtype(arr.dtype).itemsize)  # elements per line
+
+        def impl2(arr, i):
+            row = arr[i]
+            n = row.shape[0]
+            for k in range(0, n, step):
+                _prefetch_line(row, k)
+            _prefetch_line(row, n - 1)
+        return impl2
+    return None
+
+
+def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
+    """A zeroed array whose first element starts on an `align`-byte boundary (rows of 64 bytes
+    are then one cache line each, rows of 208 straddle as few lines as they can)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    raw = np.zeros(n + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off: off + n].view(dtype).reshape(shape)
