@@ -113,9 +113,11 @@ def _prefetch_ahead(E, F, ev):
     q = EV.event_id(ev)
     prefetch(E.port, q)
     prefetch(F.port, q)
-    i, _ = EV.event_hint(ev)
+    i, endpoint = EV.event_hint(ev)
     if i >= 0:
         prefetch(E.pkt, i)
+        if endpoint != 0 and (ev & EV.KIND_MASK) == EV.EV_PIPE:
+            prefetch(E.hdr, i)  # the transport reads the header first
 
 
 @njit(inline="always")
