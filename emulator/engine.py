@@ -142,7 +142,7 @@ def _prefetch_next(E, F, T, ev):
     if kind == EV.EV_PIPE:
         if endpoint != 0:
             prefetch(E.hdr, i)
-            TP.prefetch(E, T, E.pkt[i]["dst_ep"])
+            TP.prefetch(E, T, E.pkt[i]["dst_ep"], i)
         elif E.pkt[i]["fwd"] == ST.FWD_SRV6:
             # the first probe, and the one after a shift (a switch's own uSID, then the next)
             node = F.port[q]["peer_node"]
@@ -159,7 +159,7 @@ def _prefetch_next(E, F, T, ev):
             prefetch(E.pkt, j)
             prefetch(E.hdr, j)
         if P[q]["ring_n"] > 0:  # the endpoint the NIC's scheduler asks next
-            TP.prefetch(E, T, P[q]["ring_head"] // E.cfg[0]["n_planes"])
+            TP.prefetch(E, T, P[q]["ring_head"] // E.cfg[0]["n_planes"], -1)
     elif P[q]["pkts1"] > 0:
         prefetch(E.pkt, P[q]["head1"])
     elif P[q]["pkts0"] > 0:

@@ -17,8 +17,8 @@ bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
 - ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
   what is due, nothing else).
 
-- ``prefetch(E, T, ep)`` (optional): the loop will hand ep a packet or ask
-  it for one at the next event; ask the caches for its state rows now.
+- ``prefetch(E, T, ep, i)`` (optional): the loop will hand ep packet i (-1:
+  ask it for one) at the next event; ask the caches for its state rows now.
 
 - ``port_event(E, F, T, host, plane, up, now)``: a host's NIC link on
   ``plane`` went down (``up`` = 0) or came back (the NIC sees it at once).
@@ -88,9 +88,9 @@ def next_deadline(E, F, T, ep):
 
 
 @njit(inline="always")
-def prefetch(E, T, ep):
+def prefetch(E, T, ep, i):
     if E.ep[ep]["tcode"] == TP_MRC:
-        mrcqp.prefetch_ep(T, ep)
+        mrcqp.prefetch_ep(E, T, ep, i)
 
 
 @njit(inline="always")

@@ -169,12 +169,18 @@ def _count_sent(E, T, ep, kind, i):
 
 
 @njit(inline="always")
-def prefetch_ep(T, ep):
-    """The rows endpoint ep's next packet (in or out) reads (`dispatch.prefetch`): its QP and
-    its EV visiting order (endpoint ep's EV row is ep, `mrc_setup.setup`)."""
+def prefetch_ep(E, T, ep, i):
+    """The rows endpoint ep reads for its next packet (`dispatch.prefetch`): its QP and its EV
+    visiting order (endpoint ep's EV row is ep, `mrc_setup.setup`); for packet i arriving at a
+    responder (its header row is cached, `engine._prefetch_ahead`), the PSN's tracking slot."""
     if ep < T.mrc_p[0]["n_qp"]:
-        prefetch(T.core.qp, ep)
-        prefetch(T.core.ev_order, ep)
+        core = T.core
+        prefetch(core.qp, ep)
+        prefetch(core.ev_order, ep)
+        if i >= 0:
+            r = core.qp[ep]["rx_row"]
+            if r >= 0:
+                prefetch(core.rx[r], np.int64(E.hdr[i]["psn"]) & (core.rx.shape[1] - 1))
 
 
 @njit(inline="always")
