@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.cachelines import aligned_zeros
+from mrc.cachelines import aligned_zeros, prefetch_line
 from mrc.emulator._jit import njit
 
 HEAP = np.dtype([("t", np.int64), ("s", np.int64), ("e", np.int64)], align=True)  # a timer-heap entry
@@ -88,7 +88,7 @@ EVQ = np.dtype([("s", np.int64), ("e", np.int64)], align=True)
 
 def heap_new(capacity: int):
     """An empty element heap of `capacity` entries: (``ht``, ``hv``)."""
-    return aligned_zeros(capacity + ROOT, np.int64), np.zeros(capacity + ROOT, EVQ)
+    return aligned_zeros(capacity + ROOT, np.int64), aligned_zeros(capacity + ROOT, EVQ)
 
 
 def heap_grown(ht, hv, n: int):
@@ -189,6 +189,10 @@ def heap_pop(ht, hv, S, i_n):
             c = 4 * j + 1
             if c >= n:
                 break
+            g = 16 * j + 5  # j's 16 grandchildren: two whole lines of `ht`; ask for them a level early
+            if g < n:
+                prefetch_line(ht, g + ROOT)
+                prefetch_line(ht, g + 8 + ROOT)
             c = min_child(ht, hv, c, n)
             tc = ht[c + ROOT]
             if lt < tc or (lt == tc and ls < hv[c + ROOT]["s"]):

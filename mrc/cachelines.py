@@ -23,6 +23,11 @@ def prefetch(arr, i):
     of a 2-d (C-contiguous) array, every line of ``arr[i, :]``. No effect on results."""
 
 
+def prefetch_line(arr, i):
+    """Hint that the cache line holding (the first byte of) element `i` of the 1-d array `arr` is
+    needed soon."""
+
+
 def _prefetch_call(builder, ptr, offsets):
     i8p = ir.IntType(8).as_pointer()
     i32 = ir.IntType(32)
@@ -68,6 +73,15 @@ def _prefetch_line(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return types.void(arr, idx), codegen
+
+
+@overload(prefetch_line, inline="always")
+def _prefetch_line_impl(arr, i):
+    if isinstance(arr, types.Array) and arr.ndim == 1:
+        def impl(arr, i):
+            _prefetch_line(arr, i)
+        return impl
+    return None
 
 
 @overload(prefetch, inline="always")

@@ -2,7 +2,7 @@
 import numpy as np
 from numba import njit
 
-from mrc.cachelines import aligned_zeros, prefetch
+from mrc.cachelines import aligned_zeros, prefetch, prefetch_line
 from mrc.core import dtypes as D
 
 
@@ -10,6 +10,7 @@ from mrc.core import dtypes as D
 def _touch(ev, order, i):
     prefetch(ev[i], 3)  # one 64-byte row
     prefetch(order, i)  # a whole row of a 2-d table
+    prefetch_line(order[i], 90)  # one line
     return order[i, 0] + ev[i, 3]["ev"]
 
 
@@ -21,6 +22,7 @@ def test_prefetch_compiles_for_rows_and_2d_rows_and_changes_nothing():
     assert _touch(ev, order, 2) == 200 + 7
     assert (ev == before[0]).all() and (order == before[1]).all()
     prefetch(order, 1)  # plain Python: nothing happens
+    prefetch_line(order[1], 0)
 
 
 def test_aligned_zeros_starts_on_a_line_and_is_zeroed():
