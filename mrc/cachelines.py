@@ -39,40 +39,38 @@ def _prefetch_call(builder, ptr, offsets):
         builder.call(fn, [builder.gep(base, [i32(off)]), i32(0), i32(3), i32(1)])
 
 
-@intrinsic
-def _prefetch_row(typingctx, arr, idx):
-    """Every line of element `idx` of a 1-d array."""
-    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
-        offsets = list(range(0, size, 64))
-        if size - 1 - offsets[-1] > 0:
-            offsets.append(size - 1)  # a row that straddles one more line than its size suggests
-        _prefetch_call(builder, ptr, offsets)
-        return context.get_dummy_value()
-
-    return types.void(arr, idx), codegen
+def _row_offsets(size):
+    """Byte offsets that touch every line of a `size`-byte row, wherever it starts."""
+    offsets = list(range(0, size, 64))
+    if size - 1 - offsets[-1] > 0:
+        offsets.append(size - 1)  # a row that straddles one more line than its size suggests
+    return offsets
 
 
-@intrinsic
-def _prefetch_line(typingctx, arr, idx):
-    """The line holding the first byte of element `idx` of a 1-d array."""
-    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
-        return None
+def _prefetch_intrinsic(name, whole_row):
+    """An intrinsic ``(arr, idx)`` for a 1-d array: prefetch every line of element `idx`
+    (`whole_row`), or only the line holding its first byte."""
 
-    def codegen(context, builder, sig, args):
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        _prefetch_call(builder, ptr, [0])
-        return context.get_dummy_value()
+    def typer(typingctx, arr, idx):
+        if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
+            return None
 
-    return types.void(arr, idx), codegen
+        def codegen(context, builder, sig, args):
+            aryty = sig.args[0]
+            ary = context.make_array(aryty)(context, builder, args[0])
+            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+            size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
+            _prefetch_call(builder, ptr, _row_offsets(size) if whole_row else [0])
+            return context.get_dummy_value()
+
+        return types.void(arr, idx), codegen
+
+    typer.__name__ = typer.__qualname__ = name
+    return intrinsic(typer)
+
+
+_prefetch_row = _prefetch_intrinsic("_prefetch_row", True)
+_prefetch_line = _prefetch_intrinsic("_prefetch_line", False)
 
 
 @overload(prefetch_line, inline="always")
