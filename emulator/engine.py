@@ -128,7 +128,8 @@ def _prefetch_next(E, F, T, ev):
     switch receives it, the slot of its SRv6 table the carrier hashes to; when the port's
     serialiser frees, the packet at the tail of its wire and the one it serialises next (a NIC
     port: the free row it builds its next packet in). The port and packet rows were asked for
-    one event earlier (`_prefetch_ahead`), so reading them here rarely waits."""
+    one event earlier (`_prefetch_ahead`), so reading them here rarely waits; they are asked
+    again here because the event after next was only a guess then."""
     kind = ev & EV.KIND_MASK
     if kind > EV.EV_PIPE:
         return
@@ -182,7 +183,7 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
     """Handle events up to `t_stop`; returns a `state.ST_*` status."""
     S = E.S
     n_flows = E.flow.shape[0]
-    cap = E.heap_t.shape[0] - EV.ROOT
+    cap = EV.heap_capacity(E.heap_t)
     n = 0
     while True:
         if S[ST.S_FLOWS_ENDED] >= n_flows:

@@ -99,8 +99,10 @@ def heap_grown(ht, hv, n: int):
     return t2, v2
 
 
-def heap_capacity(ht) -> int:
-    return len(ht) - ROOT
+@njit(inline="always")
+def heap_capacity(ht):
+    """Entries the element heap holds at most."""
+    return ht.shape[0] - ROOT
 
 
 @njit(inline="always")

@@ -13,6 +13,7 @@ def test_links_are_symmetric(topo):
     ports = np.arange(a.n_ports)
     assert np.array_equal(a.port["peer"][a.port["peer"]], ports)  # peer of peer is the port
     assert np.all(a.port["node"][a.port["peer"]] != a.port["node"])
+    assert np.array_equal(a.port["peer_node"], a.port["node"][a.port["peer"]])  # the cached far end
     assert np.array_equal(a.port["plane"][a.port["peer"]], a.port["plane"])  # a link stays in its plane
     assert np.array_equal(a.port["tier"][a.port["peer"]], a.port["tier"])
     assert np.array_equal(a.port["rate"][a.port["peer"]], a.port["rate"])
