@@ -160,7 +160,7 @@ def _prefetch_next(E, F, T, ev):
             prefetch(E.pkt, j)
             prefetch(E.hdr, j)
         if P[q]["ring_n"] > 0:  # the endpoint the NIC's scheduler asks next
-            TP.prefetch(E, T, P[q]["ring_head"] // E.cfg[0]["n_planes"], -1)
+            TP.prefetch_tx(E, T, P[q]["ring_head"])
     elif P[q]["pkts1"] > 0:
         prefetch(E.pkt, P[q]["head1"])
     elif P[q]["pkts0"] > 0:

@@ -3,9 +3,10 @@ code that knows which row it will touch next, and line-aligned tables.
 
 The emulator's loop knows which port and packet the next event touches
 before it handles the current one (the event word carries them,
-`emulator.events.event_pkt`; `emulator.engine._prefetch_next`), and the core's
-EV rotation knows the EV it visits next (`core.evset.rotation_next`). Asking
-the memory system for that row early hides most of the miss. A prefetch never
+`emulator.events.event_pkt`; `emulator.engine._prefetch_next`), and an MRC
+endpoint knows, once it has sent, the EV row, TX slot and work request its
+next packet will use (`emulator.transports.mrcqp._note_next`). Asking the
+memory system for those rows early hides most of the miss. A prefetch never
 changes a result; without the JIT (``NUMBA_DISABLE_JIT=1``) it does nothing.
 """
 from __future__ import annotations

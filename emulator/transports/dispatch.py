@@ -17,8 +17,10 @@ bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
 - ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
   what is due, nothing else).
 
-- ``prefetch(E, T, ep, i)`` (optional): the loop will hand ep packet i (-1:
-  ask it for one) at the next event; ask the caches for its state rows now.
+- ``prefetch(E, T, ep, i)`` (optional): the loop will hand ep packet i at the
+  next event; ask the caches for its state rows now;
+- ``prefetch_tx(E, T, slot)`` (optional): the loop will ask ring slot ``slot``
+  (``ep * planes + plane``) for a packet at the next event: the same.
 
 - ``port_event(E, F, T, host, plane, up, now)``: a host's NIC link on
   ``plane`` went down (``up`` = 0) or came back (the NIC sees it at once).
@@ -42,8 +44,11 @@ TP_MRC = 2  # mrc, mrc-1ev, spray, reps, ar: the MRC core (mrcqp)
 
 Transports = namedtuple("Transports", [
     "roce", "roce_p",
-    # MRC: the fabric's CoreTables, parameters, header sizes, host controllers, EV event log
-    "core", "mrc_p", "mrc_hdr", "mrc_host", "mrc_ctl", "mrc_free", "mrc_s", "mrc_evlog",
+    # MRC: the fabric's CoreTables, parameters, header sizes, host controllers, EV event log,
+    # the rows each (endpoint, plane) ring slot reads first when next asked to send (a prefetch
+    # hint), each QP's TX and RX row (a copy the prefetches read without the QP row)
+    "core", "mrc_p", "mrc_hdr", "mrc_host", "mrc_ctl", "mrc_free", "mrc_s", "mrc_evlog", "mrc_next",
+    "mrc_rows",
 ])
 Transports.__doc__ = "State of every transport (unused ones hold empty tables, so one compiled loop serves all)."
 
@@ -91,6 +96,12 @@ def next_deadline(E, F, T, ep):
 def prefetch(E, T, ep, i):
     if E.ep[ep]["tcode"] == TP_MRC:
         mrcqp.prefetch_ep(E, T, ep, i)
+
+
+@njit(inline="always")
+def prefetch_tx(E, T, slot):
+    if E.ep[slot // E.cfg[0]["n_planes"]]["tcode"] == TP_MRC:
+        mrcqp.prefetch_tx(E, T, slot)
 
 
 @njit(inline="always")

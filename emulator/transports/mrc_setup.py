@@ -382,7 +382,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         _ideal(F, src, dst, ev_vals[req, 0], sizes, mtu, planes_used, data_hdr, sack, sw.framing_bytes,
                cfg_switch_latency_ps, ideal)
     fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
-              "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL)}
+              "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL),
+              "mrc_next": np.full((len(ep) * P, mrcqp.N_NX), -1, np.int64),
+              "mrc_rows": np.stack([T.qp["tx_row"][:n_qp], T.qp["rx_row"][:n_qp]], axis=1).astype(np.int32)}
     return ep, fields, ideal
 
 
@@ -391,7 +393,8 @@ def empty() -> dict:
     T = tables.allocate(1, max_ev=1, window=128, max_wr=1, max_recv=1, n_mr=1, n_cc=1, evt_capacity=1)
     return {"core": T, "mrc_p": np.zeros(0, mrcqp.MP), "mrc_hdr": np.zeros(256, np.int32),
             "mrc_host": np.zeros(0, mrcctl.HC), "mrc_ctl": np.zeros(0, mrcctl.CQ), "mrc_free": np.zeros(0, np.int32),
-            "mrc_s": np.zeros(mrcctl.N_MS, np.int64), "mrc_evlog": np.zeros(0, mrcqp.EVL)}
+            "mrc_s": np.zeros(mrcctl.N_MS, np.int64), "mrc_evlog": np.zeros(0, mrcqp.EVL),
+            "mrc_next": np.zeros((0, mrcqp.N_NX), np.int64), "mrc_rows": np.zeros((0, 2), np.int32)}
 
 
 def collect(T) -> dict:

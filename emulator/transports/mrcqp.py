@@ -170,17 +170,83 @@ def _count_sent(E, T, ep, kind, i):
 
 @njit(inline="always")
 def prefetch_ep(E, T, ep, i):
-    """The rows endpoint ep reads for its next packet (`dispatch.prefetch`): its QP and its EV
-    visiting order (endpoint ep's EV row is ep, `mrc_setup.setup`); for packet i arriving at a
-    responder (its header row is cached, `engine._prefetch_ahead`), the PSN's tracking slot."""
+    """The rows endpoint ep reads for packet i (`dispatch.prefetch`; its header row is cached,
+    `engine._prefetch_ahead`): its QP; at a responder, the PSN's tracking slot; at a requester,
+    the transmission the acknowledgement answers (cack_psn + ack_psn_offset). The QP's TX and
+    RX rows come from ``mrc_rows``, not from its QP row, which is on its way."""
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
         prefetch(core.qp, ep)
-        prefetch(core.ev_order, ep)
-        if i >= 0:
-            r = core.qp[ep]["rx_row"]
-            if r >= 0:
-                prefetch(core.rx[r], np.int64(E.hdr[i]["psn"]) & (core.rx.shape[1] - 1))
+        h = E.hdr[i]
+        r = T.mrc_rows[ep, 1]
+        if r >= 0:
+            prefetch(core.rx[r], np.int64(h["psn"]) & (core.rx.shape[1] - 1))
+        r = T.mrc_rows[ep, 0]
+        if r >= 0:
+            prefetch(core.tx[r], (np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"])) & (core.tx.shape[1] - 1))
+
+
+# ``mrc_next[slot]``: where the rows a ring slot reads first when next asked to send sit, noted
+# when it last sent (a prefetch hint, never read by the protocol): row << 24 | column, -1 unknown.
+# The EV ones are per plane; the TX slot and work request, per endpoint, sit in its plane-0 slot.
+NX_EV = 0  # the EV row it picks (``core.ev``)
+NX_TX = 1  # the TX slot of its next PSN (``core.tx``)
+NX_WR = 2  # the work request it segments (``core.wr``)
+NX_ORDER = 3  # the entry of its EV visiting order it reads (``core.ev_order``)
+N_NX = 4
+
+
+@njit(inline="always")
+def _prefetch_at(tab, h):
+    if h >= 0:
+        prefetch(tab[h >> 24], h & 0xFFFFFF)
+
+
+@njit(inline="always")
+def prefetch_tx(E, T, slot):
+    """The rows ring slot ``ep * planes + plane`` reads when the NIC next asks it for a packet
+    (`dispatch.prefetch_tx`): its QP, and through ``mrc_next`` the EV row it picks, the entry of
+    its visiting order that names it, the TX slot it fills and the work request it reads."""
+    n_planes = E.cfg[0]["n_planes"]
+    ep = slot // n_planes
+    if ep < T.mrc_p[0]["n_qp"]:
+        core = T.core
+        prefetch(core.qp, ep)
+        nx = T.mrc_next[slot]
+        _prefetch_at(core.ev, nx[NX_EV])
+        _prefetch_at(core.ev_order, nx[NX_ORDER])
+        nx = T.mrc_next[ep * n_planes]
+        _prefetch_at(core.tx, nx[NX_TX])
+        _prefetch_at(core.wr, nx[NX_WR])
+
+
+@njit(inline="always")
+def _note_next(T, ep, plane, n_planes):
+    """Note in ``mrc_next`` the rows endpoint ep reads first when next asked for a packet on
+    `plane` (its QP row and visiting order are cached now: it just sent). In its slot of that
+    plane, the EV row (a requester's next slot in the plane's rotation, unknown when a new,
+    shuffled cycle starts next; a responder's reverse EV) and the visiting-order entry; in its
+    plane-0 slot, a requester's TX slot and work request."""
+    core = T.core
+    q = core.qp[ep]
+    nx = T.mrc_next[ep * n_planes + plane]
+    r = np.int64(q["ev_row"])
+    k = np.int64(-1)
+    if q["tx_row"] >= 0:
+        start = np.int64(q["plane_start"][plane])
+        size = np.int64(q["plane_start"][plane + 1]) - start
+        pos = np.int64(q["rot_pos"][plane])
+        if pos < size:
+            k = start + np.int64(core.ev_order[r, start + pos])
+        else:
+            pos = 0  # a new cycle: the shuffle rewrites the order, then reads its start
+        nx[NX_ORDER] = (r << 24) | (start + pos) if size > 0 else -1
+        nx0 = T.mrc_next[ep * n_planes]
+        nx0[NX_TX] = (np.int64(q["tx_row"]) << 24) | (np.int64(q["sq_psn"]) & (core.tx.shape[1] - 1))
+        nx0[NX_WR] = (np.int64(q["wr_row"]) << 24) | (np.int64(q["wr_next"]) % core.wr.shape[1])
+    else:
+        k = np.int64(q["rev_ev"][plane])
+    nx[NX_EV] = (r << 24) | k if k >= 0 else -1
 
 
 @njit(inline="always")
@@ -197,6 +263,7 @@ def tx_next(E, F, T, ep, now, q, allow_data, i):
     kind = cdisp.next_packet(core, ep, now, np.int64(1) << plane, E.hdr, i)
     if kind == cdisp.K_NONE:
         return 0
+    _note_next(T, ep, plane, E.cfg[0]["n_planes"])
     h = E.hdr[i]
     peer = E.ep[ep]["peer"]
     dst = E.ep[peer]["host"]

@@ -243,6 +243,7 @@ QP = np.dtype(
         ("ack_pending", np.uint8),  # a SACK is owed
         ("ack_pkts", np.uint16),
         ("ack_bytes", np.uint32),
+        ("rx_held", np.int32),  # RX slots marked received beyond cack_psn (SACK building stops when all are found)
         ("ack_deadline", np.int64),
         ("ack_trigger_psn", np.uint32),
         ("ack_trigger_ev", np.uint32),

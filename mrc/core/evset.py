@@ -39,7 +39,6 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
-from mrc.cachelines import prefetch
 
 _G, _S, _B, _X, _U = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED, D.EV_UNUSED
 
@@ -142,9 +141,6 @@ def rotation_next(T, i, p, start, size):
     pos = i64(q["rot_pos"][p])
     k = start + i64(order[start + pos])
     q["rot_pos"][p] = pos + 1
-    if pos + 1 < size:
-        # the slot the rotation visits next: its row is in the caches when the next packet asks
-        prefetch(T.ev[q["ev_row"]], start + i64(order[start + pos + 1]))
     return k
 
 

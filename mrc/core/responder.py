@@ -174,6 +174,7 @@ def _deliver(T, i, port, now):
                 q["rq_head"] += 1
             q["rx_msg_bytes"] = 0
         s["flags"] = 0
+        q["rx_held"] -= 1
         q["cack_psn"] = nxt
         if q["ooo_count"] > 0:
             q["ooo_count"] -= 1
@@ -239,6 +240,7 @@ def on_data(T, i, p, now):
         q["wimm_stashed"] += 1
     s["flags"] = flags
     s["length"] = length
+    q["rx_held"] += 1
     q["rx_pkts"] += 1
     q["rx_bytes"] += length
     q["rcvd_bytes"] += length
@@ -311,11 +313,14 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     base = psn_add(cack, sack_off)
     bits = 0
     mask = T.rx.shape[1] - 1
+    held = i64(q["rx_held"])  # slots received beyond cack: once all are found, the rest of the bitmap is 0
+    found = 0
     for b in range(64):
-        if sack_off + b > window or q["rx_row"] < 0:
+        if found >= held or sack_off + b > window or q["rx_row"] < 0:
             break
         if T.rx[q["rx_row"], (base + b) & mask]["flags"] & D.RX_RECEIVED:
             bits |= 1 << b
+            found += 1
     p["sack_bitmap"] = bits
     p["tx_timestamp"] = ts
     p["ooo_count"] = q["ooo_count"] if q["ooo_count"] < 0x7FFF else 0x7FFF

@@ -348,3 +348,16 @@ def test_half_qps_answer_and_use_reverse_probes():
     assert int(tx["rx_dropped"]) == 0  # the sender answered every probe
     states = pair.T.ev[1, : int(rx["n_ev"])]["state"]
     assert not (states == D.EV_ASSUMED_BAD).any()  # no reverse probe timed out
+
+
+def test_rx_held_counts_the_slots_held_beyond_cack_psn_through_duplicates(rng):
+    # fill_sack stops scanning once it has found every held slot: the count must stay exact
+    pair = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pkts = data_packets(pair, 200)
+    T = pair.T
+    rx_row = int(pair.qp(1)["rx_row"])
+    for idx in rng.integers(0, len(pkts), 400):  # duplicates included
+        pair.deliver(1, pkts[idx])
+        pair.collect(1)
+        held = int(np.count_nonzero(T.rx[rx_row]["flags"] & D.RX_RECEIVED))
+        assert pair.qp(1)["rx_held"] == held

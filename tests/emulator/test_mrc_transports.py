@@ -379,3 +379,38 @@ def test_goodput_recovered_is_measured_on_the_affected_flows():
     assert roce["min_goodput_gbps"] == 0.0
     assert roce["goodput_recovered_us"] is None or roce["goodput_recovered_us"] >= roce["first_steered_away_us"]
     assert mrc["goodput_recovered_us"] is not None and mrc["goodput_recovered_us"] <= 20.0
+
+
+def test_prefetch_hints_name_the_rows_the_next_packet_uses():
+    # mrcqp._note_next: after a send, mrc_next[ep * planes + plane] names the EV row and visiting-order
+    # entry the endpoint's next data packet on that plane reads, mrc_next[ep * planes] its TX slot
+    # and work request
+    from mrc.core import dispatch as cdisp
+    from mrc.emulator.transports import mrcqp
+
+    data = make(topology=LS2, transport={"name": "mrc"}, workload=_perm(2_000_000), seed=3, duration_us=30.0)
+    r, s, simu = run(data)
+    core, nxt, P = simu.T.core, simu.T.mrc_next, 2
+    checked = 0
+    for f, qp, row in _requesters(simu):
+        for plane in range(P):
+            nx = nxt[qp * P + plane]
+            if nx[mrcqp.NX_EV] < 0:
+                continue
+            c2 = type(core)(*[a.copy() for a in core])
+            q = c2.qp[qp]
+            psn, wr_next = int(q["sq_psn"]), int(q["wr_next"])
+            out = np.zeros(1, simu.E.hdr.dtype)
+            kind = cdisp.next_packet(c2, qp, int(simu.E.S[ST.S_NOW]), 1 << plane, out, 0)
+            if kind != cdisp.K_DATA or int(out[0]["psn"]) != psn:
+                continue  # nothing new to send now (window), or a retransmission first
+            ent = c2.tx[int(q["tx_row"]), psn & (c2.tx.shape[1] - 1)]
+            ev_row = int(q["ev_row"])
+            assert nx[mrcqp.NX_EV] == (ev_row << 24) | int(ent["ev_slot"])
+            nx0 = nxt[qp * P]  # per endpoint: in its plane-0 slot
+            assert nx0[mrcqp.NX_TX] == (int(q["tx_row"]) << 24) | (psn & (c2.tx.shape[1] - 1))
+            assert nx0[mrcqp.NX_WR] == (int(q["wr_row"]) << 24) | (wr_next % c2.wr.shape[1])
+            pos = int(nx[mrcqp.NX_ORDER]) & 0xFFFFFF
+            assert int(q["plane_start"][plane]) + int(core.ev_order[ev_row, pos]) == int(ent["ev_slot"])
+            checked += 1
+    assert checked >= 8
