@@ -29,6 +29,12 @@ def prefetch_line(arr, i):
     needed soon."""
 
 
+def prefetch_lines(arr, i, first, n):
+    """Hint that lines ``first .. first + n - 1`` of element `i` of the 1-d array `arr` are needed
+    soon (the element's own lines, counted from its first byte: meant for line-aligned tables of
+    line-sized rows whose fields are grouped by line, like `mrc.core.dtypes.QP_LINES`)."""
+
+
 def _prefetch_call(builder, ptr, offsets):
     i8p = ir.IntType(8).as_pointer()
     i32 = ir.IntType(32)
@@ -37,7 +43,8 @@ def _prefetch_call(builder, ptr, offsets):
     base = builder.bitcast(ptr, i8p)
     for off in offsets:
         # read, high temporal locality, data cache
-        builder.call(fn, [builder.gep(base, [i32(off)]), i32(0), i32(3), i32(1)])
+        at = builder.gep(base, [off if isinstance(off, ir.Value) else i32(off)])  # a constant or a compiled value
+        builder.call(fn, [at, i32(0), i32(3), i32(1)])
 
 
 def _row_offsets(size):
@@ -70,6 +77,23 @@ def _prefetch_intrinsic(name, whole_row):
     return intrinsic(typer)
 
 
+@intrinsic
+def _prefetch_byte(typingctx, arr, idx, off):
+    """Prefetch the line holding byte `off` of element `idx` of a 1-d array."""
+    if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer) \
+            or not isinstance(off, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+        _prefetch_call(builder, ptr, [args[2]])
+        return context.get_dummy_value()
+
+    return types.void(arr, idx, off), codegen
+
+
 _prefetch_row = _prefetch_intrinsic("_prefetch_row", True)
 _prefetch_line = _prefetch_intrinsic("_prefetch_line", False)
 
@@ -79,6 +103,16 @@ def _prefetch_line_impl(arr, i):
     if isinstance(arr, types.Array) and arr.ndim == 1:
         def impl(arr, i):
             _prefetch_line(arr, i)
+        return impl
+    return None
+
+
+@overload(prefetch_lines, inline="always")
+def _prefetch_lines_impl(arr, i, first, n):
+    if isinstance(arr, types.Array) and arr.ndim == 1:
+        def impl(arr, i, first, n):
+            for k in range(n):
+                _prefetch_byte(arr, i, (first + k) * 64)
         return impl
     return None
 

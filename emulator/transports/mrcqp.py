@@ -41,7 +41,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
-from mrc.cachelines import prefetch
+from mrc.cachelines import prefetch, prefetch_lines
 from mrc.wire.constants import NackReason, Opcode
 
 MP = np.dtype([
@@ -168,21 +168,38 @@ def _count_sent(E, T, ep, kind, i):
             E.ctr[ST.C_NAKS] += 1
 
 
+# The lines of a QP row an endpoint touches (`mrc.core.dtypes.QP_LINES`): every endpoint its
+# scheduling group; a requester, when it sends, its sending group, when a SACK arrives, its
+# acknowledgement group; a responder its own group (it takes data and builds SACKs).
+_SCHED = D.QP_LINES["sched"]
+_REQ_TX = D.QP_LINES["req_tx"]
+_REQ_ACK = D.QP_LINES["req_ack"]
+_RESP = D.QP_LINES["resp"]
+
+
+@njit(inline="always")
+def _prefetch_qp(core, ep, group):
+    prefetch_lines(core.qp, ep, _SCHED[0], _SCHED[1])
+    prefetch_lines(core.qp, ep, group[0], group[1])
+
+
 @njit(inline="always")
 def prefetch_ep(E, T, ep, i):
     """The rows endpoint ep reads for packet i (`dispatch.prefetch`; its header row is cached,
-    `engine._prefetch_ahead`): its QP; at a responder, the PSN's tracking slot; at a requester,
-    the transmission the acknowledgement answers (cack_psn + ack_psn_offset). The QP's TX and
-    RX rows come from ``mrc_rows``, not from its QP row, which is on its way."""
+    `engine._prefetch_ahead`): the lines of its QP row it reads; at a responder, the PSN's
+    tracking slot; at a requester, the transmission the acknowledgement answers (cack_psn +
+    ack_psn_offset). The QP's TX and RX rows come from ``mrc_rows``, not from its QP row, which
+    is on its way."""
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
-        prefetch(core.qp, ep)
         h = E.hdr[i]
         r = T.mrc_rows[ep, 1]
         if r >= 0:
+            _prefetch_qp(core, ep, _RESP)
             prefetch(core.rx[r], np.int64(h["psn"]) & (core.rx.shape[1] - 1))
         r = T.mrc_rows[ep, 0]
         if r >= 0:
+            _prefetch_qp(core, ep, _REQ_ACK)
             prefetch(core.tx[r], (np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"])) & (core.tx.shape[1] - 1))
 
 
@@ -205,13 +222,14 @@ def _prefetch_at(tab, h):
 @njit(inline="always")
 def prefetch_tx(E, T, slot):
     """The rows ring slot ``ep * planes + plane`` reads when the NIC next asks it for a packet
-    (`dispatch.prefetch_tx`): its QP, and through ``mrc_next`` the EV row it picks, the entry of
-    its visiting order that names it, the TX slot it fills and the work request it reads."""
+    (`dispatch.prefetch_tx`): the lines of its QP row it reads (a requester's sending group, a
+    responder's own, which builds its SACKs), and through ``mrc_next`` the EV row it picks, the
+    entry of its visiting order that names it, the TX slot it fills and the work request it reads."""
     n_planes = E.cfg[0]["n_planes"]
     ep = slot // n_planes
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
-        prefetch(core.qp, ep)
+        _prefetch_qp(core, ep, _REQ_TX if T.mrc_rows[ep, 0] >= 0 else _RESP)
         nx = T.mrc_next[slot]
         _prefetch_at(core.ev, nx[NX_EV])
         _prefetch_at(core.ev_order, nx[NX_ORDER])

@@ -121,102 +121,109 @@ PSN_MASK = 0xFFFFFF
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
 
-QP = np.dtype(
-    [
-        # identity and state
+def _line_grouped(groups):
+    """A structured dtype whose field groups each start on a 64-byte line: ``groups`` is
+    ``[(name, [(field, type[, shape]), ...]), ...]``. Inside a group fields sit in the order given,
+    each at its natural alignment; the row is padded to whole lines. Returns the dtype and
+    ``{group: (first line, lines)}``, so code that knows which group it is about to touch can
+    ask for those lines only (`mrc.cachelines.prefetch_lines`)."""
+    names, formats, offsets, lines = [], [], [], {}
+    pos = 0
+    for group, fields in groups:
+        first = pos
+        for f in fields:
+            t = np.dtype(f[1]) if len(f) == 2 else np.dtype((f[1], f[2]))
+            a = t.base.alignment
+            pos = (pos + a - 1) // a * a
+            names.append(f[0])
+            formats.append(t)
+            offsets.append(pos)
+            pos += t.itemsize
+        pos = (pos + 63) // 64 * 64
+        lines[group] = (first // 64, (pos - first) // 64)
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": pos}, align=True), lines
+
+
+# The QP row, grouped by who reads it (a row is ~1 KB; the emulator keeps hundreds of thousands):
+# every endpoint's scheduling checks (`dispatch.tx_ready`, `next_deadline`) and the fields the
+# driver glue reads after every call read QP_SCHED; a requester that sends reads QP_REQ_TX, one
+# that takes a SACK or NACK QP_REQ_ACK; a responder QP_RESP; the rest (configuration read at
+# set-up, rare paths, counters) is QP_COLD. An endpoint's packet then touches 5-7 of its 17
+# lines, not all of them. The field set is the protocol's; only its placement is tuned.
+_QP_GROUPS = [
+    ("sched", [
         ("state", np.uint8),
-        ("qpn", np.uint32),
-        ("dest_qpn", np.uint32),
+        ("ack_pending", np.uint8),  # a SACK is owed: 1 (coalescing: at the deadline) or 2 (now)
+        ("nack_n", np.uint8),  # queued NACKs (nack_* arrays)
+        ("aeth_pending", np.uint8),  # a NAK (remote access error) is owed
+        ("ev_probe_due", np.uint8),  # some ASSUMED_BAD EV's probe is due now
+        ("rel_probe_pending", np.uint8),  # 0 none, 1 due, 2 sent and awaiting its SACK
+        ("rev_probe_due", np.uint8),
+        ("n_planes", np.uint8),
+        ("rev_probe_slot", np.int16),  # EV slot of the outstanding reverse-EV probe, -1 if none
+        ("mpr", np.uint16),  # requester MPR, units of 128 PSNs
+        ("peer_mpr", np.uint16),  # responder's advertised MPR (from SACKs)
+        ("mpr_dest", np.uint16),  # responder MPR, units of 128 PSNs
         ("ev_row", np.int32),  # row of the EV table, -1 if none
         ("tx_row", np.int32),  # row of the TX table (requester), -1 if none
         ("rx_row", np.int32),  # row of the RX table (responder), -1 if none
         ("wr_row", np.int32),
-        ("rq_row", np.int32),
-        ("cc_profile", np.int32),
-        ("rng", np.int64),
-        # --- configuration (set by modify_qp; see qp.py for defaults) ---
         ("mtu", np.uint32),  # payload bytes per packet (path MTU)
-        ("mpr", np.uint16),  # requester MPR, units of 128 PSNs
-        ("mpr_dest", np.uint16),  # responder MPR, units of 128 PSNs
-        ("timeout", np.uint8),  # local ACK timeout exponent: 1.024 us * 2^timeout
-        ("retry_linear", np.uint8),  # fixed-interval retries (max 7)
-        ("retry_exp", np.uint8),  # exponential-backoff retries (max 25, 25 = infinite)
-        ("max_wimm", np.uint16),
-        ("max_wimm_dest", np.uint16),
-        ("ev_active_target", np.uint16),  # active EVs wanted in total (spread over planes)
-        ("ev_min_active", np.uint16),
-        ("n_planes", np.uint8),
-        ("ack_every_pkts", np.uint16),  # SACK coalescing: at most this many data packets per SACK
-        ("ack_every_bytes", np.uint32),  # ... or this many payload bytes
-        ("ack_delay_ps", np.int64),  # ... or this long after the first unacknowledged packet
-        ("always_skip_marks", np.uint16),  # consecutive CE marks on one EV before ALWAYS_SKIP (0: never)
-        ("reorder_window_ps", np.int64),  # loss detection: a packet is lost when one sent this much later is acked
-        ("ev_probe_interval_ps", np.int64),
-        ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
-        ("rev_probe_interval_ps", np.int64),
-        ("rev_rotate", np.uint8),  # 1: drop a plane's reverse EV on evidence its control packets are lost
-        ("rev_probe_miss_bad", np.uint8),  # 1: an unanswered reverse-EV probe is a loss on the probed EV
-        ("rto_reprobe", np.uint8),  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
-        ("ts_unit_ps", np.int64),  # TSETH timestamp unit
-        ("dscp_data", np.uint8),
-        ("dscp_rtx", np.uint8),
-        ("dscp_ctrl", np.uint8),
-        ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
-        ("trim_nack_dest", np.uint8),  # 1: the responder answers trimmed headers with NACKs (mrc.h MRC_QP_TRIM_NACK_DEST)
-        # --- requester: PSNs and send queue ---
+        ("n_lost", np.int32),  # PSNs in TX_LOST waiting for retransmission
         ("sq_psn", np.uint32),  # next new PSN
         ("una_psn", np.uint32),  # oldest PSN not cumulatively acknowledged
-        ("start_psn", np.uint32),
-        ("peer_mpr", np.uint16),  # responder's advertised MPR (from SACKs)
-        ("msn", np.uint16),  # next message sequence number
-        ("rqmsn", np.uint16),  # Write-with-Immediate messages sent so far
-        ("wr_head", np.uint32),  # oldest incomplete WR (ring index, monotonic)
         ("wr_next", np.uint32),  # next WR to segment
         ("wr_tail", np.uint32),  # next free WR slot
-        ("seg_offset", np.uint32),  # bytes of wr_next already segmented
-        ("wimm_inflight", np.uint16),
-        ("inflight", np.int64),  # payload+header bytes in flight
-        ("n_lost", np.int32),  # PSNs in TX_LOST waiting for retransmission
-        ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
-        ("tx_seq", np.int64),  # transmissions so far (data, retransmissions, probes): a total send order
-        ("rack_seq", np.int64),  # send order of the latest transmission known delivered (RACK)
-        # --- requester: EV selection ---
-        ("n_ev", np.uint16),
-        ("plane_cursor", np.uint8),
-        ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
-        ("rot_pos", np.uint16, (MAX_PLANES,)),  # position in each plane's current visiting order
-        ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
-        ("ev_policy", np.uint8),  # EVP_*: how data EVs are chosen (evpolicy.py)
-        ("ev_pin", np.int16),  # EVP_ONE: the EV slot in use (-1: none yet)
-        ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
-        ("reps_head", np.uint8),  # next buffer entry written
-        ("reps_n", np.uint8),  # entries written so far (<= reps_buffer)
-        ("reps_valid", np.uint8),  # bit j: entry j is fresh (not reused yet)
-        ("reps_fhead", np.uint8),  # freezing: next entry to reuse
-        ("reps_frozen", np.uint8),
-        ("reps_explore", np.uint16),  # random EVs to explore after a freeze (config)
-        ("reps_explore_left", np.uint16),  # random EVs still to explore
-        ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
-        ("reps_buf", np.int16, (REPS_MAX_BUFFER,)),  # EV slots whose SACK came back unmarked
-        ("reps_uses", np.uint8, (REPS_MAX_BUFFER,)),  # reuses left of each entry
-        ("reps_freeze_ps", np.int64),  # how long a freeze lasts (config)
-        ("reps_unfreeze", np.int64),  # when the current freeze ends
-        ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
-        ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
-        ("ev_probe_deadline", np.int64),  # earliest future EV-probe time
-        ("ev_probe_due", np.uint8),  # some ASSUMED_BAD EV's probe is due now
-        ("probe_id", np.uint16),
-        # --- requester: timers ---
         ("rto_deadline", np.int64),
         ("loss_deadline", np.int64),
-        ("retries", np.uint16),  # RTO expiries since the last progress
-        ("rel_probe_pending", np.uint8),  # 0 none, 1 due, 2 sent and awaiting its SACK
         ("rel_probe_deadline", np.int64),
-        ("rel_probe_seq", np.int64),  # send order of the outstanding reliability probe
-        ("rel_probe_slot", np.int16),  # its EV slot
-        # --- requester: NSCC ---
+        ("ack_deadline", np.int64),
+        ("ev_probe_deadline", np.int64),  # earliest future EV-probe time
+        ("rev_probe_deadline", np.int64),  # next reverse-EV probe
+        ("rev_probe_timeout", np.int64),
+        ("inflight", np.int64),  # payload+header bytes in flight
         ("cwnd", np.float64),
+        # read by the driver glue after every call, and by both halves
+        ("rx_bytes", np.int64),
+        ("rtx_spurious", np.int64),
+        ("rtx_timeouts", np.int64),
         ("base_rtt", np.int64),
+        ("ts_unit_ps", np.int64),  # TSETH timestamp unit
+        ("qpn", np.uint32),
+        ("dest_qpn", np.uint32),
+        ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
+        ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
+        ("ev_policy", np.uint8),  # EVP_*: how data EVs are chosen (evpolicy.py)
+        ("dscp_ctrl", np.uint8),
+        ("rev_plane_cursor", np.uint8),
+    ]),
+    ("req_tx", [  # requester: segmenting work requests, choosing EVs, sending
+        ("tx_seq", np.int64),  # transmissions so far (data, retransmissions, probes): a total send order
+        ("tx_pkts", np.int64),
+        ("tx_bytes", np.int64),
+        ("tx_active_until", np.int64),
+        ("rng", np.int64),
+        ("rel_probe_seq", np.int64),  # send order of the outstanding reliability probe
+        ("seg_offset", np.uint32),  # bytes of wr_next already segmented
+        ("start_psn", np.uint32),
+        ("msn", np.uint16),  # next message sequence number
+        ("rqmsn", np.uint16),  # Write-with-Immediate messages sent so far
+        ("wimm_inflight", np.uint16),
+        ("max_wimm", np.uint16),
+        ("n_ev", np.uint16),
+        ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
+        ("rot_pos", np.uint16, (MAX_PLANES,)),  # position in each plane's current visiting order
+        ("ev_pin", np.int16),  # EVP_ONE: the EV slot in use (-1: none yet)
+        ("rel_probe_slot", np.int16),  # the reliability probe's EV slot
+        ("probe_id", np.uint16),
+        ("plane_cursor", np.uint8),
+        ("dscp_data", np.uint8),
+        ("dscp_rtx", np.uint8),
+    ]),
+    ("req_ack", [  # requester: SACK / NACK processing, loss detection, NSCC
+        ("rack_seq", np.int64),  # send order of the latest transmission known delivered (RACK)
+        ("srtt", np.int64),
+        ("last_rtt", np.int64),
         ("avg_delay", np.float64),
         ("inc_acc", np.float64),
         ("acked_since_adjust", np.int64),
@@ -224,83 +231,107 @@ QP = np.dtype(
         ("last_md", np.int64),
         ("qa_deadline", np.int64),
         ("qa_achieved", np.int64),
-        ("qa_congested", np.uint8),
+        ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NO_DEADLINE if none
+        ("reorder_window_ps", np.int64),  # loss detection: a packet is lost when one sent this much later is acked
+        ("sacks_rx", np.int64),
+        ("ecn_sacks_rx", np.int64),
+        ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
+        ("wr_head", np.uint32),  # oldest incomplete WR (ring index, monotonic)
+        ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
         ("qa_ignore_psn", np.uint32),
+        ("cc_profile", np.int32),
+        ("retries", np.uint16),  # RTO expiries since the last progress
+        ("qa_congested", np.uint8),
         ("qa_ignore", np.uint8),
-        ("last_rtt", np.int64),
-        ("srtt", np.int64),
-        # --- responder ---
-        ("cack_psn", np.uint32),  # every PSN up to and including this one received
-        ("rx_msn", np.uint16),  # messages completed
-        ("rx_rqmsn", np.uint16),
-        ("rx_msg_bytes", np.int64),  # bytes of the message being completed in order
-        ("ooo_count", np.uint32),  # PSNs received beyond cack_psn (current window)
+        ("timeout", np.uint8),  # local ACK timeout exponent: 1.024 us * 2^timeout
+        ("retry_linear", np.uint8),  # fixed-interval retries (max 7)
+        ("retry_exp", np.uint8),  # exponential-backoff retries (max 25, 25 = infinite)
+    ]),
+    ("resp", [  # responder: tracking PSNs, delivering, building SACKs
         ("rcvd_bytes", np.int64),
-        ("rcv_cwnd_pen", np.uint8),
-        ("wimm_stashed", np.uint16),
-        ("rq_head", np.uint32),
-        ("rq_tail", np.uint32),
-        ("ack_pending", np.uint8),  # a SACK is owed
-        ("ack_pkts", np.uint16),
-        ("ack_bytes", np.uint32),
+        ("rx_msg_bytes", np.int64),  # bytes of the message being completed in order
+        ("rx_pkts", np.int64),
+        ("rx_active_until", np.int64),  # inbound data seen recently (reverse-EV refresh runs)
+        ("sacks_tx", np.int64),
+        ("ack_delay_ps", np.int64),  # SACK coalescing: ... or this long after the first unacknowledged packet
+        ("cack_psn", np.uint32),  # every PSN up to and including this one received
+        ("ooo_count", np.uint32),  # PSNs received beyond cack_psn (current window)
         ("rx_held", np.int32),  # RX slots marked received beyond cack_psn (SACK building stops when all are found)
-        ("ack_deadline", np.int64),
+        ("ack_bytes", np.uint32),
+        ("ack_every_bytes", np.uint32),  # SACK coalescing: ... or this many payload bytes
         ("ack_trigger_psn", np.uint32),
         ("ack_trigger_ev", np.uint32),
+        ("rq_head", np.uint32),
+        ("rq_tail", np.uint32),
+        ("rq_row", np.int32),
+        ("ack_pkts", np.uint16),
+        ("ack_every_pkts", np.uint16),  # SACK coalescing: at most this many data packets per SACK
         ("ack_trigger_ts", np.uint16),
+        ("wimm_stashed", np.uint16),
+        ("max_wimm_dest", np.uint16),
+        ("always_skip_marks", np.uint16),  # consecutive CE marks on one EV before ALWAYS_SKIP (0: never)
+        ("rx_msn", np.uint16),  # messages completed
+        ("rx_rqmsn", np.uint16),
+        ("rev_ev", np.int16, (MAX_PLANES,)),  # reverse (control) EV slot per plane
+        ("rev_fresh", np.uint16, (MAX_PLANES,)),  # control packets of the plane still owed a fresh reverse EV
+        ("mark_ev", np.uint32, (16,)),  # ALWAYS_SKIP tracker: EV -> consecutive CE marks (direct-mapped)
+        ("mark_cnt", np.uint16, (16,)),
         ("ack_trigger_port", np.uint8),
         ("ack_m", np.uint8),
         ("ack_pr", np.uint8),
-        ("nack_n", np.uint8),  # queued NACKs (nack_* arrays below)
-        ("nack_reason", np.uint8, (8,)),
-        ("nack_psn", np.uint32, (8,)),
-        ("nack_ev", np.uint32, (8,)),
-        ("nack_ts", np.uint16, (8,)),
-        ("nack_port", np.uint8, (8,)),
-        ("nack_m", np.uint8, (8,)),
-        ("aeth_pending", np.uint8),  # a NAK (remote access error) is owed
-        ("aeth_syndrome", np.uint8),
-        ("aeth_psn", np.uint32),
-        ("mark_ev", np.uint32, (16,)),  # ALWAYS_SKIP tracker: EV -> consecutive CE marks (direct-mapped)
-        ("mark_cnt", np.uint16, (16,)),
-        ("rev_ev", np.int16, (MAX_PLANES,)),  # reverse (control) EV slot per plane
-        ("rev_fresh", np.uint16, (MAX_PLANES,)),  # control packets of the plane still owed a fresh reverse EV
-        ("rev_probe_deadline", np.int64),  # next reverse-EV probe
-        ("rev_probe_slot", np.int16),  # EV slot of the outstanding reverse-EV probe, -1 if none
-        ("rev_probe_timeout", np.int64),
-        ("rev_plane_cursor", np.uint8),
-        ("rev_probe_due", np.uint8),
-        ("rx_active_until", np.int64),  # inbound data seen recently (reverse-EV refresh runs)
-        ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NO_DEADLINE if none
-        ("tx_active_until", np.int64),
-        # --- counters ---
-        ("tx_pkts", np.int64),
-        ("tx_bytes", np.int64),
+        ("rcv_cwnd_pen", np.uint8),
+        ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
+        ("trim_nack_dest", np.uint8),  # 1: the responder answers trimmed headers with NACKs (mrc.h MRC_QP_TRIM_NACK_DEST)
+    ]),
+    ("cold", [  # configuration read at set-up or on rare paths; queued NACKs; REPS; counters
+        ("ev_probe_interval_ps", np.int64),
+        ("rev_probe_interval_ps", np.int64),
+        ("reps_freeze_ps", np.int64),  # EVP_REPS: how long a freeze lasts (config)
+        ("reps_unfreeze", np.int64),  # when the current freeze ends
         ("rtx_pkts", np.int64),
-        ("rtx_spurious", np.int64),
-        ("rtx_timeouts", np.int64),
-        ("sacks_rx", np.int64),
         ("nacks_rx", np.int64),
         ("trims_rx", np.int64),  # trim NACKs received (requester)
-        ("ecn_sacks_rx", np.int64),
         ("losses", np.int64),  # packets declared lost without trim
         ("probes_tx", np.int64),
-        ("rx_pkts", np.int64),
-        ("rx_bytes", np.int64),
         ("rx_dup", np.int64),
         ("rx_trimmed", np.int64),
         ("rx_oor", np.int64),
         ("rx_dropped", np.int64),  # not accepted in the current QP state
-        ("sacks_tx", np.int64),
         ("nacks_tx", np.int64),
         ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
-        ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
         ("rev_rotations", np.int64),  # reverse EVs dropped on evidence that control packets were lost
         ("rev_probe_misses", np.int64),  # reverse-EV probes left unanswered
         ("rto_reprobes", np.int64),  # timeout-retired EVs probed at once when SACKs resumed
-    ],
-    align=True,
-)
+        ("aeth_psn", np.uint32),
+        ("nack_psn", np.uint32, (8,)),
+        ("nack_ev", np.uint32, (8,)),
+        ("nack_ts", np.uint16, (8,)),
+        ("ev_active_target", np.uint16),  # active EVs wanted in total (spread over planes)
+        ("ev_min_active", np.uint16),
+        ("reps_explore", np.uint16),  # EVP_REPS: random EVs to explore after a freeze (config)
+        ("reps_explore_left", np.uint16),  # random EVs still to explore
+        ("reps_buf", np.int16, (REPS_MAX_BUFFER,)),  # EV slots whose SACK came back unmarked
+        ("nack_reason", np.uint8, (8,)),
+        ("nack_port", np.uint8, (8,)),
+        ("nack_m", np.uint8, (8,)),
+        ("reps_uses", np.uint8, (REPS_MAX_BUFFER,)),  # reuses left of each entry
+        ("aeth_syndrome", np.uint8),
+        ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
+        ("rev_rotate", np.uint8),  # 1: drop a plane's reverse EV on evidence its control packets are lost
+        ("rev_probe_miss_bad", np.uint8),  # 1: an unanswered reverse-EV probe is a loss on the probed EV
+        ("rto_reprobe", np.uint8),  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
+        ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
+        ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
+        ("reps_head", np.uint8),  # next buffer entry written
+        ("reps_n", np.uint8),  # entries written so far (<= reps_buffer)
+        ("reps_valid", np.uint8),  # bit j: entry j is fresh (not reused yet)
+        ("reps_fhead", np.uint8),  # freezing: next entry to reuse
+        ("reps_frozen", np.uint8),
+        ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
+    ]),
+]
+QP, QP_LINES = _line_grouped(_QP_GROUPS)
+QP_GROUPS = {group: tuple(f[0] for f in fields) for group, fields in _QP_GROUPS}  # group -> its fields
 
 EV = np.dtype(
     [

@@ -80,7 +80,7 @@ def allocate(
         raise ConfigError("window", window, "must be below 2^23 (half the 24-bit PSN space)")
     rows = lambda n: n_qp if n is None else n  # noqa: E731
     return CoreTables(
-        qp=np.zeros(n_qp, dtype=D.QP),
+        qp=aligned_zeros(n_qp, D.QP),  # line-aligned: its field groups are whole lines (D.QP_LINES)
         ev=aligned_zeros((rows(n_ev_rows), max_ev), D.EV),
         ev_order=np.zeros((rows(n_ev_rows), max_ev), dtype=np.uint16),
         tx=np.zeros((rows(n_tx_rows), window), dtype=D.TX),
