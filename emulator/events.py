@@ -77,9 +77,10 @@ def _less(h, a, b):
 # The element heap is 4-ary (children of j: 4j+1 .. 4j+4): half the levels of a
 # binary heap. Its keys (times) are an int64 array of their own, `ht`, and the
 # sequence numbers and event words a parallel `EVQ` array, `hv`: a removal
-# compares four children's times, which sit side by side in one cache line
-# (entry j lives at index j + ROOT, so every group of four children starts on
-# a 32-byte boundary of the line-aligned `ht`). The timer heap below is small
+# compares four children's (time, sequence number) keys, whose times sit side by
+# side in one line of `ht` and whose `hv` entries fill one line (entry j lives at
+# index j + ROOT, so every group of four children starts on a 32-byte boundary
+# of the line-aligned `ht` and a 64-byte one of `hv`). The timer heap below is small
 # and stays binary, with one `HEAP` row per entry.
 ARITY = 4
 ROOT = 3
@@ -119,6 +120,12 @@ def _min_child_scan(ht, hv, c, n):
 
 
 @njit(inline="always")
+def _earlier(ta, sa, tb, sb):
+    """(ta, sa) before (tb, sb), computed without branches (`&` and `|` do not short-circuit)."""
+    return (ta < tb) | ((ta == tb) & (sa < sb))
+
+
+@njit(inline="always")
 def min_child(ht, hv, c, n):
     """The earliest of entries c .. min(c + ARITY, n) - 1 (c < n)."""
     if c + 3 >= n:
@@ -137,7 +144,22 @@ def min_child(ht, hv, c, n):
     m = d if td < ta else a
     tm = min(ta, td)
     if (t0 == tm) + (t1 == tm) + (t2 == tm) + (t3 == tm) > 1:
-        return _min_child_scan(ht, hv, c, n)
+        # a shared earliest time (common: synchronised senders of equal packets on equal links):
+        # the same tournament on (time, sequence number), again with selects; the four
+        # sequence numbers share the one line of `hv` that holds the four children
+        s0 = hv[b]["s"]
+        s1 = hv[b + 1]["s"]
+        s2 = hv[b + 2]["s"]
+        s3 = hv[b + 3]["s"]
+        x = _earlier(t1, s1, t0, s0)
+        a = c + 1 if x else c
+        ta = t1 if x else t0
+        sa = s1 if x else s0
+        y = _earlier(t3, s3, t2, s2)
+        d = c + 3 if y else c + 2
+        td = t3 if y else t2
+        sd = s3 if y else s2
+        m = d if _earlier(td, sd, ta, sa) else a
     return m
 
 
