@@ -82,7 +82,7 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
             raise ConfigError(what, n, f"the event word holds ids below {MAX_ID}")
     S = np.zeros(ST.N_S, np.int64)
     S[ST.S_RNG] = np.int64(np.uint64(rng_seed) | np.uint64(1))  # xorshift state must not be 0
-    pkt, hdr, free = ST.new_pool(sc.pool_packets)
+    pkt, hdr, free = ST.new_pool(sc.pool_packets if sc.pool_packets is not None else ST.pool_rows_for(fs.flows["size"]))
     S[ST.S_FREE_N] = len(free)
     flows = fs.flows
     timed = np.flatnonzero(flows["start"] >= 0)
@@ -98,7 +98,7 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
     fstat = np.zeros(len(sc.failures), ST.FSTAT)
     fstat["t0"] = ST.NEVER
     fstat["first_away"] = ST.NEVER
-    heap_t, heap = heap_new(1 << 14)
+    heap_t, heap = heap_new(ST.heap_rows_for(len(topo.port)))
     return ST.Engine(
         S=S, ctr=np.zeros(ST.N_C, np.int64), cfg=cfg_row(sc), heap_t=heap_t, heap=heap,
         theap=np.zeros(max(len(ep), 1), HEAP), tpos=np.full(max(len(ep), 1), -1, np.int64),

@@ -112,7 +112,7 @@ class Scenario:
     jobs: list[Job]
     failures: list[Failure]
     metrics: Metrics
-    pool_packets: int
+    pool_packets: int | None
     chunk_events: int
     data: dict  # the scenario as given (after --set), for the results
     base_dir: pathlib.Path | None
@@ -234,7 +234,7 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
                       tuple(fs))
     mt.done()
     et = top.table("engine", {})
-    pool = et.int("pool_packets", 1 << 16, lo=256)
+    pool = et.int("pool_packets", None, lo=256)  # None: sized from the workload (state.pool_rows_for)
     chunk = et.int("chunk_events", 2_000_000, lo=1000)
     et.done()
     top.done()

@@ -390,9 +390,29 @@ the engine syncs after the input; ``pmeta`` runs parallel to the pool (reroute t
 
 
 def new_pool(n: int):
-    pkt = aligned_zeros(n, PKTE)
-    pkt["next"] = -1
-    return pkt, aligned_zeros(n, PKT), np.arange(n - 1, -1, -1, dtype=np.int32)
+    """`n` free packet rows (zeroed pages the kernel maps only when a row is first used; `pool.alloc`
+    initialises a row when it hands it out) and the free list."""
+    return aligned_zeros(n, PKTE), aligned_zeros(n, PKT), np.arange(n - 1, -1, -1, dtype=np.int32)
+
+
+POOL_MIN = 1 << 16  # initial packet pool rows at least ...
+POOL_AUTO_MAX = 1 << 22  # ... and, sized from the workload, at most (1 GB of rows); it doubles beyond
+HEAP_MIN = 1 << 14
+HEAP_AUTO_MAX = 1 << 22
+
+
+def pool_rows_for(sizes: np.ndarray) -> int:
+    """Initial pool rows for flows of these sizes: every flow's packets at once (4 KB each) plus a
+    few control packets per flow, so a workload that can put all its packets in flight (many small
+    flows) does not stop to double the pool mid-run. Unused rows cost address space only."""
+    want = int(np.sum((np.asarray(sizes, np.int64) + 4095) // 4096)) + 4 * len(sizes)
+    return int(min(max(want, POOL_MIN), POOL_AUTO_MAX))
+
+
+def heap_rows_for(n_ports: int) -> int:
+    """Initial heap capacity: a pending serialisation and a wire head per port (the heap holds one
+    entry per busy element), so a fabric that gets busy everywhere does not stop to grow it."""
+    return int(min(max(2 * n_ports + 64, HEAP_MIN), HEAP_AUTO_MAX))
 
 
 def grow(E: Engine, pool: bool, heap: bool) -> Engine:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.transports import roce
 from mrc.units import serialization_ps
@@ -115,3 +116,22 @@ def test_engine_srv6_path_equals_fabric_route():
         want = topo.route(int(r.flows[f]["src"]), int(r.flows[f]["dst"]), int(R[ep]["ev"]))
         assert _departures(r, f, 0) == list(want)
     assert s["flows"]["completed"] == len(r.flows)
+
+
+def test_pool_and_heap_start_sized_to_the_run_and_a_small_pool_that_grows_gives_the_same_run():
+    # the default pool holds every flow's packets at once (4 KB each, plus four per flow), within
+    # bounds; the heap two entries per port. A run that has to grow both from small gives
+    # bit-identical results: growing happens between events.
+    assert ST.pool_rows_for(np.array([65536] * 100)) == ST.POOL_MIN  # small workloads: the floor
+    assert ST.pool_rows_for(np.array([4096 * 1000] * 100)) == 100 * 1000 + 400
+    assert ST.pool_rows_for(np.array([1 << 40])) == ST.POOL_AUTO_MAX
+    assert ST.heap_rows_for(10) == ST.HEAP_MIN and ST.heap_rows_for(10**8) == ST.HEAP_AUTO_MAX
+    wl = {"kind": "permutation", "size_bytes": 300_000}
+    big, _, s_big = run(make(topology=K4, transport={"name": "mrc"}, workload=wl))
+    assert len(s_big.E.pkt) == ST.pool_rows_for(s_big.E.flow["size"])
+    assert EV.heap_capacity(s_big.E.heap_t) == ST.heap_rows_for(len(s_big.sc.topo.port))
+    small, _, s_small = run(make(topology=K4, transport={"name": "mrc"}, workload=wl, engine={"pool_packets": 256}))
+    assert small.sim["pool_rows"] > 256  # it grew
+    for k in ("events", "packet_hops", "sim_time_us", "peak_packets"):
+        assert small.sim[k] == big.sim[k], k
+    assert (small.flows == big.flows).all()
