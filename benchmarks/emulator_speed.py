@@ -4,6 +4,7 @@
     python benchmarks/emulator_speed.py a b c d    # d: the 131,072-host 8-plane preset (needs ~10 GB)
     python benchmarks/emulator_speed.py b --transport roce-ecmp:lossless=false
     python benchmarks/emulator_speed.py a b c --transport roce-ecmp,mrc   # side by side, with the ratio
+    python benchmarks/emulator_speed.py b --transport roce-ecmp,mrc --repeat 10   # interleaved rounds, median ratio
 
 ==  ===========================  ==========================================  ==============================
 id  scenario (library)           setup                                       target
@@ -19,7 +20,10 @@ warm-up run that loads the compiled code from the cache (or compiles it once).
 ``--transport`` (default roce-ecmp, the scenarios' own) takes a comma-separated
 list: each setup then runs once per transport, and every transport after the
 first gets the ratio of the first's packet-hops/s to its own (the MRC target:
-``mrc`` within 1.5x of ``roce-ecmp``).
+``mrc`` within 1.5x of ``roce-ecmp``). On a shared machine one run says little:
+``--repeat N`` runs N rounds (every transport once per round, interleaved, each
+in a fresh process) and ends each setup with the median, minimum and maximum of
+the per-round ratios.
 Printed per setup: flows, simulated time, events, packet-hops (packets
 serialised onto a link), wall time of the simulation loop, events/s,
 packet-hops/s, peak RSS, setup time. htsim (C++) does 0.28 M and 0.18 M
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -93,6 +98,7 @@ def main(argv=None) -> int:
     ap.add_argument("setups", nargs="*", default=["a", "b", "c"], help="a b c d (default: a b c)")
     ap.add_argument("--transport", default="roce-ecmp",
                     help="transport(s), comma-separated (name[:key=value...]; default roce-ecmp)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds per setup, transports interleaved (default 1)")
     ap.add_argument("--one", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
@@ -104,13 +110,23 @@ def main(argv=None) -> int:
     for key in args.setups:
         if key not in SETUPS:
             ap.error(f"unknown setup {key!r}: choose from {', '.join(SETUPS)}")
+    if args.repeat < 1:
+        ap.error(f"--repeat must be at least 1, not {args.repeat}")
     ok = True
     for key in args.setups:
-        first = None
-        for tp in tps:
-            d = _run(key, tp, first, tps[0])
-            ok = ok and d is not None
-            first = first or d
+        ratios = {tp: [] for tp in tps[1:]}
+        for _ in range(args.repeat):
+            first = None
+            for tp in tps:
+                d = _run(key, tp, first, tps[0])
+                ok = ok and d is not None
+                if first is not None and d is not None:
+                    ratios[tp].append(first["hops_per_s"] / d["hops_per_s"])
+                first = first or d
+        for tp, rs in ratios.items():
+            if args.repeat > 1 and rs:
+                print(f"{key:2} {tps[0]} / {tp} packet-hops/s over {len(rs)} rounds: median {statistics.median(rs):.2f} "
+                      f"(min {min(rs):.2f}, max {max(rs):.2f})", flush=True)
     return 0 if ok else 1
 
 
