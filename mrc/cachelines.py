@@ -55,6 +55,13 @@ def _row_offsets(size):
     return offsets
 
 
+def _element_ptr(context, builder, sig, args):
+    """Pointer to element ``args[1]`` of the 1-d array ``args[0]`` (no bounds or wraparound)."""
+    aryty = sig.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+
+
 def _prefetch_intrinsic(name, whole_row):
     """An intrinsic ``(arr, idx)`` for a 1-d array: prefetch every line of element `idx`
     (`whole_row`), or only the line holding its first byte."""
@@ -65,10 +72,8 @@ def _prefetch_intrinsic(name, whole_row):
 
         def codegen(context, builder, sig, args):
             aryty = sig.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
             size = context.get_abi_sizeof(context.get_data_type(aryty.dtype))
-            _prefetch_call(builder, ptr, _row_offsets(size) if whole_row else [0])
+            _prefetch_call(builder, _element_ptr(context, builder, sig, args), _row_offsets(size) if whole_row else [0])
             return context.get_dummy_value()
 
         return types.void(arr, idx), codegen
@@ -85,10 +90,7 @@ def _prefetch_byte(typingctx, arr, idx, off):
         return None
 
     def codegen(context, builder, sig, args):
-        aryty = sig.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-        _prefetch_call(builder, ptr, [args[2]])
+        _prefetch_call(builder, _element_ptr(context, builder, sig, args), [args[2]])
         return context.get_dummy_value()
 
     return types.void(arr, idx, off), codegen

@@ -146,9 +146,9 @@ def _line_grouped(groups):
 
 # The QP row, grouped by who reads it (a row is ~1 KB; the emulator keeps hundreds of thousands):
 # every endpoint's scheduling checks (`dispatch.tx_ready`, `next_deadline`) and the fields the
-# driver glue reads after every call read QP_SCHED; a requester that sends reads QP_REQ_TX, one
-# that takes a SACK or NACK QP_REQ_ACK; a responder QP_RESP; the rest (configuration read at
-# set-up, rare paths, counters) is QP_COLD. An endpoint's packet then touches 5-7 of its 17
+# driver glue reads after every call are group "sched"; a requester that sends reads "req_tx",
+# one that takes a SACK or NACK "req_ack"; a responder "resp"; the rest (configuration read at
+# set-up, rare paths, counters) is "cold" (`QP_LINES` / `QP_GROUPS` below). An endpoint's packet then touches 5-7 of its 17
 # lines, not all of them. The field set is the protocol's; only its placement is tuned.
 _QP_GROUPS = [
     ("sched", [

@@ -120,7 +120,7 @@ def test_engine_srv6_path_equals_fabric_route():
 
 def test_pool_and_heap_start_sized_to_the_run_and_a_small_pool_that_grows_gives_the_same_run():
     # the default pool holds every flow's packets at once (4 KB each, plus four per flow), within
-    # bounds; the heap two entries per port. A run that has to grow both from small gives
+    # bounds; the heap two entries per port. A run whose pool has to grow from small gives
     # bit-identical results: growing happens between events.
     assert ST.pool_rows_for(np.array([65536] * 100)) == ST.POOL_MIN  # small workloads: the floor
     assert ST.pool_rows_for(np.array([4096 * 1000] * 100)) == 100 * 1000 + 400
@@ -130,7 +130,7 @@ def test_pool_and_heap_start_sized_to_the_run_and_a_small_pool_that_grows_gives_
     big, _, s_big = run(make(topology=K4, transport={"name": "mrc"}, workload=wl))
     assert len(s_big.E.pkt) == ST.pool_rows_for(s_big.E.flow["size"])
     assert EV.heap_capacity(s_big.E.heap_t) == ST.heap_rows_for(len(s_big.sc.topo.port))
-    small, _, s_small = run(make(topology=K4, transport={"name": "mrc"}, workload=wl, engine={"pool_packets": 256}))
+    small, _, _ = run(make(topology=K4, transport={"name": "mrc"}, workload=wl, engine={"pool_packets": 256}))
     assert small.sim["pool_rows"] > 256  # it grew
     for k in ("events", "packet_hops", "sim_time_us", "peak_packets"):
         assert small.sim[k] == big.sim[k], k
