@@ -43,7 +43,10 @@ def _available(module: str) -> bool:
         return False
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole tree; with `only` (a command name, or "" for none), only that command's module is imported and
+    registered, the others are listed by name and help (a process runs one command: importing the rest, trio,
+    the conformance suite and so on, cost most of a second at start-up)."""
     parser = argparse.ArgumentParser(
         prog="mrc",
         description="MRC (OCP Multipath Reliable Connection 1.0): wire formats, protocol core, "
@@ -52,6 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mrc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in SUBCOMMANDS:
+        if only is not None and name != only:
+            if _available(module.rpartition(".")[0]):
+                sub.add_parser(name, help=help_text, description=help_text)
+            continue
         if not _available(module):
             continue
         cmd = sub.add_parser(name, help=help_text, description=help_text)
@@ -60,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
+    parser = build_parser(only=command if command in {c[0] for c in SUBCOMMANDS} else "")
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
