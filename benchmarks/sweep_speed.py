@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     res = {}
     with tempfile.TemporaryDirectory() as tmp:
         for n in (1, 2):
-            with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+            with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                               silence_logs=40) as lc, Client(lc) as c:
                 timed_sweep(c, a.scenario, a.transports, "1", f"{tmp}/warm{n}")  # every worker loads the code
                 t, df = timed_sweep(c, a.scenario, a.transports, a.seeds, f"{tmp}/sweep{n}")

@@ -17,6 +17,7 @@ import time
 MARK = "mrc-emulator-compiled.json"
 LAST = "mrc-emulator-last-compile.json"
 DEFAULT_ESTIMATE = "about 3-4 minutes on a 2-core machine"
+MIN_ESTIMATE_S = 30.0
 
 
 def cache_dir() -> pathlib.Path | None:
@@ -69,6 +70,7 @@ def record(compile_s: float) -> None:
     try:
         d.mkdir(parents=True, exist_ok=True)
         (d / MARK).write_text(text)
-        (d.parent / LAST).write_text(text)
+        if compile_s >= MIN_ESTIMATE_S:  # a whole compile, not a run that found most of it cached
+            (d.parent / LAST).write_text(text)
     except OSError:
         pass  # a read-only cache directory: nothing to remember, the run itself is fine

@@ -136,9 +136,8 @@ def run_cell(task: dict) -> dict:
         from mrc.emulator.sim import RunTimeout
 
         row["status"] = "timeout" if isinstance(exc, RunTimeout) else "error"
-        tb = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        where = [line.strip().splitlines()[0] for line in tb[1:-1]][-2:]
-        row["error"] = f"{type(exc).__name__}: {exc}" + (f" (at {' <- '.join(reversed(where))})" if where else "")
+        where = [f"{pathlib.Path(f.filename).name}:{f.lineno} {f.name}" for f in traceback.extract_tb(exc.__traceback__)]
+        row["error"] = f"{type(exc).__name__}: {exc}" + (f" (at {' <- '.join(reversed(where[-3:]))})" if where else "")
     row["cell_s"] = time.perf_counter() - t0
     return {"row": row, "files": files}
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 import pathlib
 import sys
 
-HELP = "run a scenario over seeds x transports x a parameter grid on Dask: table, medians with 95% CIs, plots"
+HELP = "run a scenario over seeds x transports x a parameter grid on Dask: table, medians with 95%% CIs, plots"
 DESCRIPTION = ("Run every cell (transport x grid point x seed) of a scenario on a Dask cluster (a local one by "
                "default), write one table (DIR/sweep.parquet, DIR/sweep.csv), each cell's results directory "
                "(DIR/cells/), DIR/sweep.toml (re-run with `mrc emu sweep DIR/sweep.toml`), and print the median "
-               "and bootstrap 95% confidence interval of the headline metrics per transport and grid point "
+               "and bootstrap 95%% confidence interval of the headline metrics per transport and grid point "
                "(docs/sweeps.md).")
 
 

@@ -50,7 +50,7 @@ def cluster(workers: int | None = None, scheduler: str | None = None, client=Non
         return
     n = workers or os.cpu_count() or 1
     with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                           silence_logs=40) as lc, Client(lc) as c:
             yield c
 
