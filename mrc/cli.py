@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 
@@ -66,6 +67,29 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class _NoScipy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError(f"{name}: not imported for numba's BLAS probe (mrc.cli)")
+        return None
+
+
+def _skip_numba_blas_probe() -> None:
+    """numba's array module imports scipy.linalg when it loads (0.3-0.4 s of a warm start-up) to see whether
+    BLAS is there for ``np.dot``; no compiled code of this project uses BLAS, and an ``mrc`` process runs only
+    this project's code, so the module is loaded here with scipy out of reach. scipy imports normally after."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    block = _NoScipy()
+    sys.meta_path.insert(0, block)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        sys.meta_path.remove(block)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = next((a for a in argv if not a.startswith("-")), "")
@@ -77,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         target = getattr(args, "_parser", parser)
         target.print_help()
         return 0 if args.command is None else 2
+    if args.command in ("emu", "demo", "fabric"):
+        _skip_numba_blas_probe()
     try:
         return int(func(args) or 0)
     except MRCError as exc:
