@@ -22,7 +22,7 @@ SUBCOMMANDS = [
     ("demo", "mrc.emulator.demo", "run the MRC vs ECMP demo on a small multi-plane fabric"),
     ("pcap", "mrc.wire.cli", "write sample pcaps of every MRC packet kind, and decode pcaps"),
     ("fabric", "mrc.fabric.cli", "multi-plane Clos fabrics: presets, SRv6 uSID routes, netns fabrics"),
-    ("emu", "mrc.emulator.cli", "packet-level fabric emulator: run and compare scenarios"),
+    ("emu", "mrc.emulator.cli", "packet-level fabric emulator: run, compare and sweep scenarios"),
     ("conformance", "mrc.conformance.cli", "run the MRC conformance suite against an implementation"),
     ("io", "mrc.io.cli", "MRC endpoints over real sockets"),
 ]
