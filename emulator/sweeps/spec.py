@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
@@ -182,8 +183,10 @@ def _find(name: str, base_dir) -> pathlib.Path | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def code_version() -> str:
-    """The package version and the hash of every source file of the compiled packages."""
+    """The package version and the hash of every source file of the compiled packages, as this process first
+    read them (the code it runs: a worker keeps the modules it loaded; 10-15 ms to hash, once)."""
     from mrc import __version__
     from mrc._jit import source_key
 
