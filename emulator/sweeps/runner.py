@@ -45,7 +45,13 @@ def cluster(workers: int | None = None, scheduler: str | None = None, client=Non
     from distributed import Client, LocalCluster
 
     if scheduler:
-        with Client(scheduler, timeout="30s") as c:
+        from mrc.errors import UsageError
+
+        try:
+            c = Client(scheduler, timeout="30s")
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(f"--scheduler {scheduler}: no Dask scheduler answered there ({exc})") from None
+        with c:
             yield c
         return
     n = workers or os.cpu_count() or 1

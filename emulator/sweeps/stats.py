@@ -10,8 +10,9 @@ same table gives the same intervals. With one seed there is no interval; with
 few seeds the interval is coarse (with 10 seeds its ends are near the 2nd and
 9th smallest values) and can understate the uncertainty.
 
-Reroute times that never happened (null in a completed cell: traffic never
-left the failed element, goodput never came back) count as +infinity, so that
+Reroute times that never happened (null in a completed cell: traffic of the
+affected flows never left the failed element, goodput that fell never came
+back) count as +infinity, so that
 a transport that never recovers cannot get a good median from the seeds where
 it did; an interval end of infinity means "never" for that share of seeds.
 """
@@ -48,13 +49,17 @@ def median_ci(x, resamples: int = RESAMPLES, level: float = LEVEL, seed: int = S
 
 
 def metric_values(df, column: str) -> np.ndarray:
-    """The column over completed cells, reroute nulls as +infinity (module docstring)."""
+    """The column over completed cells, reroute times that never happened as +infinity (module docstring):
+    a null steered-away or 99 %-off time of a failure that affected flows, a null recovery time of goodput
+    that was measured to fall (a null that means "not measurable" stays null)."""
     ok = df[df["status"] == "ok"]
     v = ok[column].astype(float).to_numpy()
     if column.startswith("failure") and column.endswith(NEVER_IS_INF):
         k = column.split("_", 1)[0]
-        has = ok[f"{k}_affected_flows"].notna().to_numpy() if f"{k}_affected_flows" in ok else np.zeros(len(v), bool)
-        v = np.where(np.isnan(v) & has, np.inf, v)
+        cond = f"{k}_min_goodput_gbps" if column.endswith("goodput_recovered_us") else f"{k}_affected_flows"
+        if cond in ok:
+            c = ok[cond].astype(float).to_numpy()
+            v = np.where(np.isnan(v) & ~np.isnan(c) & (c > 0 if cond.endswith("affected_flows") else True), np.inf, v)
     return v
 
 

@@ -267,9 +267,13 @@ def test_bootstrap_interval():
 
 def test_never_rerouted_counts_as_infinitely_late():
     df = pd.DataFrame({"status": ["ok", "ok", "ok", "error"], "transport": ["a"] * 4,
-                       "failure0_affected_flows": [3, 3, 3, None], "failure0_off_99_us": [10.0, None, None, None]})
+                       "failure0_affected_flows": [3, 3, 3, None], "failure0_off_99_us": [10.0, None, None, None],
+                       "failure0_min_goodput_gbps": [5.0, 4.0, None, None],
+                       "failure0_goodput_recovered_us": [20.0, None, None, None]})
     v = stats.metric_values(df, "failure0_off_99_us")
     assert list(v[:1]) == [10.0] and np.isinf(v[1:]).all() and len(v) == 3
+    g = stats.metric_values(df, "failure0_goodput_recovered_us")  # no measured fall: not "never"
+    assert g[0] == 20.0 and np.isinf(g[1]) and np.isnan(g[2])
     st = stats.summarize(df, [], ["failure0_off_99_us"])
     assert np.isinf(st["median"][0]) and "never" in stats.text(st, [])
 
@@ -303,3 +307,5 @@ def test_bad_sweep_arguments_exit_2_naming_them(tmp_path, capsys):
     assert main(["emu", "sweep", str(p), "--seeds", "9-1", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--workers", "0", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--cell-timeout", "-1", "--out", str(tmp_path / "o")]) == 2
+    assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
+    assert "--scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
