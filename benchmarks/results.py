@@ -161,6 +161,7 @@ def stat(values) -> dict:
 def head(ctx, n, question, unit, per_t: dict, lower_is_better=True):
     """Record headline `n`: per transport the (median, low, high) of its figure."""
     ctx.heads[n] = {"question": question, "unit": unit, "better": "lower" if lower_is_better else "higher",
+                    "seeds": ctx.seeds,
                     "values": {t: ci(v) for t, v in per_t.items()}}
 
 
@@ -479,11 +480,11 @@ def headlines(ctx) -> str:
         others = {t: x for t, x in v.items() if t != "mrc"}
         best = min(others, key=lambda t: sign * others[t][0]) if others else None
         unit = f" {h['unit']}" if h["unit"] else ""
-        rows.append([n, h["question"], txt(v["roce-ecmp"]) + unit if "roce-ecmp" in v else "-",
+        rows.append([n, h["question"] + f" ({h['seeds']})", txt(v["roce-ecmp"]) + unit if "roce-ecmp" in v else "-",
                      txt(v["mrc"]) + unit, f"`{best}` {txt(others[best])}{unit}" if best else "-"])
         if best and overlap(v["mrc"], others[best]):
             notes.append(f"- **{n}**: the 95 % intervals of `mrc` ({txt(v['mrc'])}) and of `{best}` "
-                         f"({txt(others[best])}) overlap: over {ctx.seeds} seeds the two are not told apart.")
+                         f"({txt(others[best])}) overlap: over seeds {h['seeds']} the two are not told apart.")
         elif best:
             ahead = "ahead of" if sign * (v["mrc"][0] - others[best][0]) < 0 else "behind"
             notes.append(f"- **{n}**: `mrc` is {ahead} the best other transport, `{best}`, and the 95 % intervals "
@@ -491,7 +492,7 @@ def headlines(ctx) -> str:
     ctx.J["headlines"] = {str(n): {"question": h["question"], "unit": h["unit"],
                                    "values": {t: dict(zip(("median", "ci_low", "ci_high"), x))
                                               for t, x in h["values"].items()}} for n, h in ctx.heads.items()}
-    return (table(["#", "question (median [95 % CI] over the seeds)", "`roce-ecmp`", "`mrc`",
+    return (table(["#", "question (seeds)", "`roce-ecmp`", "`mrc`",
                    "best other (by median)"], rows) + "\n\n" + "\n".join(notes))
 
 
@@ -513,6 +514,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="", help="comma-separated experiment numbers (1-8)")
     ap.add_argument("--seeds", default="1-10", help="seeds of every sweep (default 1-10)")
+    ap.add_argument("--seeds-of", action="append", default=[], metavar="N=SEEDS",
+                    help="other seeds for experiment N (e.g. 3=1-5; the page says how many each used)")
     ap.add_argument("--out", default="docs/results", help="directory for tables.md, results.json and the PNGs")
     ap.add_argument("--runs", default="runs/results", help="the sweeps' directories (kept: a re-run resumes them)")
     ap.add_argument("--doc", default=None, help="page whose <!-- table N --> ... <!-- /table N --> blocks get the tables")
@@ -524,6 +527,12 @@ def main(argv=None) -> int:
     bad = [n for n in only if n not in EXPERIMENTS]
     if bad:
         ap.error(f"--only {a.only}: no experiment {bad[0]} (1-8)")
+    seeds_of = {}
+    for item in a.seeds_of:
+        k, _, v = item.partition("=")
+        if not k.strip().isdigit() or int(k) not in EXPERIMENTS or not v.strip():
+            ap.error(f"--seeds-of {item}: write N=SEEDS with N one of 1-8")
+        seeds_of[int(k)] = v.strip()
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     from mrc.emulator.sweeps.runner import cluster
@@ -534,13 +543,15 @@ def main(argv=None) -> int:
         ctx = Ctx(client, pathlib.Path(a.runs), a.seeds, out)
         for n in only:
             print(f"experiment {n}", file=sys.stderr, flush=True)
+            ctx.seeds = seeds_of.get(n, a.seeds)
+            ctx.cache.clear() if n != 7 else None  # experiment 7 re-uses experiment 2's no-failure sweep
             text = EXPERIMENTS[n](ctx)
+            ctx.J.setdefault("seeds", {})[str(n)] = ctx.seeds
             tables[n] = text
             md.append(f"## Experiment {n}\n\n{text}\n")
             print(md[-1], flush=True)
     tables["headlines"] = headlines(ctx)
     md.insert(0, f"## Headlines\n\n{tables['headlines']}\n")
-    ctx.J["seeds"] = a.seeds
     ctx.J["wall_s"] = time.perf_counter() - t0
     name = "tables.md" if len(only) == len(EXPERIMENTS) else f"tables-{'-'.join(map(str, only))}.md"
     (out / name).write_text("\n".join(md))
