@@ -158,7 +158,7 @@ def test_a_failing_cell_is_recorded_and_the_rest_complete(tmp_path, scheduler, c
 def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path, scheduler):
     from distributed import Client
 
-    p = _scenario(tmp_path, TINY.replace("size_bytes = 20000", "size_bytes = 3000000"))
+    p = _scenario(tmp_path, TINY.replace("size_bytes = 20000", "size_bytes = 20000000"))  # cells of ~0.2 s
     out = tmp_path / "sw"
     killed = {}
 
@@ -173,7 +173,7 @@ def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path, scheduler):
                     os.kill(pids[w], signal.SIGKILL)
                     killed["worker"] = w
                     return
-                time.sleep(0.05)
+                time.sleep(0.02)
 
     th = threading.Thread(target=kill_one)
     th.start()
