@@ -309,3 +309,18 @@ def test_bad_sweep_arguments_exit_2_naming_them(tmp_path, capsys):
     assert main(["emu", "sweep", str(p), "--cell-timeout", "-1", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
     assert "--scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_hostile_sweep_files_and_input_files_are_refused(tmp_path, capsys):
+    bad = tmp_path / "sweep.toml"
+    bad.write_text('[sweep]\nseeds = "1-3"\n[scenario]\nname = "x"\n')
+    with pytest.raises(ConfigError, match="sweep.seeds"):
+        spec.load(bad)
+    bad.write_text("[sweep]\nseeds = [1]\n")
+    assert main(["emu", "sweep", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "[scenario]" in capsys.readouterr().err
+    # a workload file named outside the scenario's directory is not written anywhere on a worker
+    with pytest.raises(ValueError, match="not a relative path"):
+        cell._materialise({"../../escape.cm": b"Nodes 2\n"})
+    res = cell.run_cell({"data": {"name": "x"}, "name": "x", "files": {"/abs.cm": b""}, "code_version": None})
+    assert res["row"]["status"] == "error" and "not a relative path" in res["row"]["error"]
