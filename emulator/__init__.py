@@ -10,7 +10,8 @@ writing the results directory when `out` is given. Modules: `scenario`
 (TOML schema), `workloads`, `transports`, `build` (tables), `sim` (the
 Python driver), `engine` and the element modules (`events`, `sched`,
 `pool`, `port`, `aqm`, `pfc`, `forward`, `nic`, `flows`, `failures`),
-`metrics`, `results`, `plots`, `cli`.
+`metrics`, `results`, `plots`, `cli`; `sweeps` runs many seeds and grids on
+Dask (`sweep`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,13 @@ class Result:
     run: object  # sim.RunData
     summary: dict
     out: object = None  # the results directory, if written
+
+
+def sweep(scenario, **kwargs):
+    """Run a sweep on Dask: `mrc.emulator.sweeps.sweep` (docs/sweeps.md); returns a pandas DataFrame."""
+    from mrc.emulator.sweeps import sweep as _sweep
+
+    return _sweep(scenario, **kwargs)
 
 
 def run(source, out=None, seed: int | None = None, sets=(), progress: bool = False, plots: bool | None = None):
@@ -37,4 +45,4 @@ def run(source, out=None, seed: int | None = None, sets=(), progress: bool = Fal
     return Result(data, summ, out)
 
 
-__all__ = ["Result", "run"]
+__all__ = ["Result", "run", "sweep"]

@@ -14,6 +14,7 @@ from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
 from mrc.emulator import transports
 from mrc.emulator.events import HEAP, MAX_ID, heap_new
+from mrc.emulator.ideal import fabric_best
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
 from mrc.errors import ConfigError
@@ -74,7 +75,7 @@ def cfg_row(sc: Scenario) -> np.ndarray:
 
 
 def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engine:
-    """The `Engine` of a run (flows already carry their ``ep`` and ``ideal``)."""
+    """The `Engine` of a run (flows already carry their ``ep``, ``alone`` and ``ideal``)."""
     topo = sc.topo
     for what, n in (("topology (ports)", len(topo.port)), ("workload (flows)", len(fs.flows)),
                     ("transport (endpoints)", len(ep))):
@@ -121,9 +122,11 @@ def host_endpoints(hosts: np.ndarray, n_hosts: int):
 
 
 def transport(sc: Scenario, fs: FlowSet, rng: np.random.Generator):
-    """Endpoints, `Transports` bundle and ideal FCTs (written into the flows) of the scenario's transport."""
+    """Endpoints and `Transports` bundle of the scenario's transport; writes each flow's FCT alone over
+    the transport's own path(s) (``alone``) and the fabric's best (``ideal``, `ideal.fabric_best`)."""
     mod = transports.get(sc.transport_name)
     lat = int(round(sc.switch.latency_ns * 1000))
-    ep, fields, ideal = mod.setup(sc.topo, fs.flows, sc.transport, sc.switch, rng, lat)
-    fs.flows["ideal"] = ideal
+    ep, fields, alone = mod.setup(sc.topo, fs.flows, sc.transport, sc.switch, rng, lat)
+    fs.flows["alone"] = alone
+    fs.flows["ideal"] = fabric_best(sc.topo, fs.flows, sc.switch.mtu_bytes, lat)
     return ep, transports.bundle(fields)

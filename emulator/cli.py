@@ -1,7 +1,8 @@
-"""``mrc emu``: run and compare scenarios, list the scenario library.
+"""``mrc emu``: run, compare and sweep scenarios, list the scenario library.
 
-    mrc emu run SCENARIO [--out DIR] [--seed N] [--set key=value ...] [--no-progress]
+    mrc emu run SCENARIO [--transport NAME[:key=value,...]] [--out DIR] [--seed N] [--set key=value ...]
     mrc emu compare SCENARIO --transports a,b[:key=value...] [--out DIR] [--seed N] [--set ...]
+    mrc emu sweep SCENARIO [--transports ...] [--seeds 1-10] [--grid KEY=V1,V2 ...] ... (`sweeps.cli`)
     mrc emu list
 
 SCENARIO is a TOML file or the name of a library scenario (``mrc emu list``).
@@ -13,14 +14,17 @@ import pathlib
 import sys
 
 from mrc.cli import subcommands
-from mrc.errors import ConfigError
 
 
 def register(parser):
+    from mrc.emulator.sweeps import cli as sweep_cli
+
     sub = subcommands(parser)
     r = sub.add_parser("run", help="run a scenario and write its results directory",
                        description="Run a scenario (TOML file or library name) and write its results directory.")
     _common(r)
+    r.add_argument("--transport", help="run this transport instead of the scenario's: name or "
+                   "name:key=value,key=value (e.g. roce-ecmp:lossless=false)")
     r.set_defaults(func=cmd_run)
     c = sub.add_parser("compare", help="run one scenario with several transports: one table, one CDF plot",
                        description="Run the same scenario and seed once per transport; print one table and "
@@ -29,6 +33,7 @@ def register(parser):
     c.add_argument("--transports", required=True, help="comma-separated transport names (e.g. roce-ecmp,"
                    "roce-ecmp:lossless=false)")
     c.set_defaults(func=cmd_compare)
+    sweep_cli.register(sub.add_parser("sweep", help=sweep_cli.HELP, description=sweep_cli.DESCRIPTION))
     ls = sub.add_parser("list", help="list the scenario library", description="List the scenarios shipped with "
                         "the package (run them by name).")
     ls.set_defaults(func=cmd_list)
@@ -36,7 +41,8 @@ def register(parser):
 
 def _common(p):
     p.add_argument("scenario", help="scenario TOML file, or a library scenario name")
-    p.add_argument("--out", help="results directory (default: runs/<scenario name>)")
+    p.add_argument("--out", help="results directory (default: runs/<scenario>/<transport>/seed<N> for run, "
+                   "runs/<scenario>/compare-seed<N> for compare)")
     p.add_argument("--seed", type=int, help="seed (overrides the scenario's)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key, e.g. --set switch.queue_bytes=100000 (repeatable)")
@@ -48,100 +54,78 @@ def _progress(args) -> bool:
     return not args.no_progress and sys.stderr.isatty()
 
 
-def _fmt(v, digits=1):
-    return "-" if v is None else f"{v:,.{digits}f}"
+def parse_transport(spec: str) -> tuple[str, dict]:
+    """``name:key=value:...`` -> (name, parameters) (`transports.spec.parse`)."""
+    from mrc.emulator.transports import spec as tspec
+
+    return tspec.parse(spec)
 
 
-def _row(label, s):
-    f, sd = s["fct_us"], s["slowdown"]
-    cct = s["cct_us"]
-    cct_s = "-" if not cct else ("-" if any(x is None for x in cct) else _fmt(max(cct)))
-    return [label, f"{s['flows']['completed']}/{s['flows']['total']}", _fmt(f["p50"]), _fmt(f["p99"]),
-            _fmt(f["p999"]), _fmt(f["max"]), _fmt(sd["p50"], 2), _fmt(sd["p99"], 2), cct_s]
+def _base(args) -> tuple[dict, str, object]:
+    from mrc.emulator import scenario
+
+    data, name, base_dir = scenario.read(args.scenario)
+    scenario.apply_sets(data, args.sets)
+    if args.seed is not None:
+        data["seed"] = args.seed
+    return data, name, base_dir
 
 
-HEAD = ["transport", "flows done", "FCT p50 us", "p99", "p99.9", "max", "slowdown p50", "p99", "CCT max us"]
-
-
-def _table(rows):
-    w = [max(len(str(r[k])) for r in [HEAD] + rows) for k in range(len(HEAD))]
-    lines = ["  ".join(str(c).rjust(w[k]) if k else str(c).ljust(w[k]) for k, c in enumerate(r)) for r in [HEAD] + rows]
-    return "\n".join(lines)
-
-
-def _default_out(args, name):
-    return pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name
+def _footer(s: dict) -> str:
+    sim_s = s["sim"]
+    return (f"simulated {sim_s['sim_time_us']:,.1f} us in {sim_s['wall_s']:.2f} s: {sim_s['events']:,} events, "
+            f"{sim_s['packet_hops']:,} packet-hops ({s['engine']['packet_hops_per_s'] or 0:,.0f}/s), "
+            f"peak RSS {sim_s['peak_rss_mb']:.0f} MB")
 
 
 def cmd_run(args) -> int:
-    from mrc.emulator import results, scenario, sim
+    from mrc.emulator import coldstart, results, scenario, sim, summary_table
+    from mrc.emulator.transports import spec as tspec
 
-    sc = scenario.load(args.scenario, seed=args.seed, sets=args.sets)
-    out = _default_out(args, sc.name)
-    data = sim.Simulation(sc).run(progress=_progress(args))
-    s = results.write(data, out, plots_too=False if args.no_plots else None)
-    print(_table([_row(sc.transport_name, s)]))
-    sim_s = s["sim"]
-    print(f"simulated {sim_s['sim_time_us']:,.1f} us in {sim_s['wall_s']:.2f} s: {sim_s['events']:,} events, "
-          f"{sim_s['packet_hops']:,} packet-hops ({s['engine']['packet_hops_per_s'] or 0:,.0f}/s), "
-          f"peak RSS {sim_s['peak_rss_mb']:.0f} MB")
+    data, name, base_dir = _base(args)
+    if args.transport:
+        data = tspec.apply(data, args.transport, "--transport", commas=True)
+    sc = scenario.parse(data, name, base_dir)
+    label = args.transport.strip() if args.transport else sc.transport_name
+    out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / tspec.dirname(label) / f"seed{sc.seed}"
+    cold = coldstart.Compiling()
+    run = sim.Simulation(sc).run(progress=_progress(args))
+    cold.done(run.sim["wall_s"])
+    s = results.write(run, out, plots_too=False if args.no_plots else None)
+    print(summary_table.text({label: s}))
+    print(_footer(s))
     if s["outcome"]["reasons"]:
         print("not completed: " + ", ".join(f"{n} {k}" for k, n in s["outcome"]["reasons"].items()))
     print(f"results: {out}")
     return 0
 
 
-def parse_transport(spec: str) -> tuple[str, dict]:
-    from mrc.emulator.scenario import _toml_value
-
-    parts = spec.strip().split(":")
-    name = parts[0].strip()
-    if not name:
-        raise ConfigError("--transports", spec, "empty transport name")
-    params = {}
-    for p in parts[1:]:
-        if "=" not in p:
-            raise ConfigError("--transports", spec, f"{p!r}: write key=value after the name")
-        k, _, v = p.partition("=")
-        params[k.strip()] = _toml_value(v.strip())
-    return name, params
-
-
 def cmd_compare(args) -> int:
-    from mrc.emulator import metrics, plots, results, scenario, sim
+    from mrc.emulator import coldstart, metrics, plots, results, scenario, sim, summary_table
+    from mrc.emulator.transports import spec as tspec
 
-    specs = [s for s in args.transports.split(",") if s.strip()]
-    if not specs:
-        raise ConfigError("--transports", args.transports, "give at least one transport")
-    base, name, base_dir = scenario.read(args.scenario)
-    scenario.apply_sets(base, args.sets)
-    if args.seed is not None:
-        base["seed"] = args.seed
-    out = _default_out(args, name)
-    rows, tables, summaries = [], {}, {}
-    for spec in specs:
-        tname, params = parse_transport(spec)
-        data = json.loads(json.dumps(base))
-        given = data.get("transport", {}) if isinstance(data.get("transport"), dict) else {}
-        data["transport"] = ({**given, **params, "name": tname} if given.get("name") == tname
-                             else {**params, "name": tname})
-        sc = scenario.parse(data, name, base_dir)
-        run = sim.Simulation(sc).run(progress=_progress(args))
-        label = spec.strip()
-        s = results.write(run, out / label.replace(":", "_").replace("=", "-"),
-                          plots_too=False if args.no_plots else None)
-        summaries[label] = s
-        tables[label] = metrics.flow_table(run)
-        rows.append(_row(label, s))
-    print(_table(rows))
+    specs = tspec.split(args.transports)
+    base, name, base_dir = _base(args)
+    scs = [scenario.parse(tspec.apply(base, spec), name, base_dir) for spec in specs]  # all checked first
+    out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / f"compare-seed{scs[0].seed}"
     out.mkdir(parents=True, exist_ok=True)
+    for f in ("fct_cdf.png", "compare.json", "compare.csv"):
+        (out / f).unlink(missing_ok=True)
+    tables, summaries = {}, {}
+    cold = coldstart.Compiling()
+    for spec, sc in zip(specs, scs):
+        run = sim.Simulation(sc).run(progress=_progress(args))
+        cold.done(run.sim["wall_s"])
+        summaries[spec] = results.write(run, out / tspec.dirname(spec), plots_too=False if args.no_plots else None)
+        tables[spec] = metrics.flow_table(run)
+    print(summary_table.text(summaries))
     if not args.no_plots:
         plots.fct_cdf(tables, out / "fct_cdf.png", name)
-    (out / "compare.json").write_text(json.dumps({k: {kk: v[kk] for kk in ("fct_us", "slowdown", "flows", "cct_us")}
-                                                  for k, v in summaries.items()}, indent=2) + "\n")
-    results.write_csv(out / "compare.csv", {h: [r[k] for r in rows] for k, h in enumerate(
-        ["transport", "flows_done", "fct_p50_us", "fct_p99_us", "fct_p999_us", "fct_max_us", "slowdown_p50",
-         "slowdown_p99", "cct_max_us"])})
+    keep = ("fct_us", "slowdown", "flows", "cct_us", "jobs", "victims", "reroute")
+    (out / "compare.json").write_text(json.dumps({k: {kk: v[kk] for kk in keep} for k, v in summaries.items()},
+                                                 indent=2, default=results._clean) + "\n")
+    _, rows = summary_table.rows(summaries)
+    results.write_csv(out / "compare.csv", summary_table.csv_columns(rows))
     print(f"results: {out}")
     return 0
 

@@ -17,7 +17,7 @@ max, slowdown, and the reroute time of the failure) and writes:
   re-runs it with the scenario's transport; ``mrc emu compare`` with others);
 - ``DIR/<transport>/``: each run's results directory (`results.write`);
 - ``DIR/fct_cdf.png``: the FCT CDFs of all transports on one plot;
-- ``DIR/demo.csv`` and ``DIR/demo.json``: the table.
+- ``DIR/demo.csv`` (numbers: `summary_table.rows`) and ``DIR/demo.json``: the table.
 
 ``--scale tiny`` (16 hosts, 2 planes, 256 KB flows) and ``small`` (32 hosts)
 are for tests and slow machines.
@@ -128,41 +128,16 @@ def _toml(d: dict, prefix: str = "") -> str:
     return out
 
 
-def _fmt(v, digits=1):
-    return "-" if v is None else f"{v:,.{digits}f}"
-
-
-HEAD = ["transport", "flows done", "FCT p50 us", "p99", "max", "slowdown p50", "p99", "max",
-        "steered away us", "99% off us", "goodput back us"]
-
-
-def row(label: str, s: dict) -> list:
-    """One table row of a run's summary."""
-    f, sd = s["fct_us"], s["slowdown"]
-    rr = s["reroute"][0] if s["reroute"] else {}
-    return [label, f"{s['flows']['completed']}/{s['flows']['total']}", _fmt(f["p50"]), _fmt(f["p99"]),
-            _fmt(f["max"]), _fmt(sd["p50"], 2), _fmt(sd["p99"], 2), _fmt(sd["max"], 2),
-            _fmt(rr.get("first_steered_away_us")), _fmt(rr.get("off_99_us")), _fmt(rr.get("goodput_recovered_us"))]
-
-
-def table(rows: list) -> str:
-    w = [max(len(str(r[k])) for r in [HEAD] + rows) for k in range(len(HEAD))]
-    return "\n".join("  ".join(str(c).rjust(w[k]) if k else str(c).ljust(w[k]) for k, c in enumerate(r))
-                     for r in [HEAD] + rows)
-
-
 def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: str = "default",
              progress: bool = False, plots_too: bool = True, echo=print) -> dict:
     """Run the demo; returns {label: summary}. `echo` prints the lines shown on screen."""
-    from mrc.emulator import metrics, plots, results, scenario, sim
-    from mrc.emulator.cli import parse_transport
+    from mrc.emulator import coldstart, metrics, plots, results, scenario, sim, summary_table
+    from mrc.emulator.transports import spec as tspec
 
     if scale not in SCALES:
         raise ConfigError("--scale", scale, f"one of {', '.join(SCALES)}")
-    specs = [t.strip() for t in transports.split(",") if t.strip()]
-    if not specs:
-        raise ConfigError("--transports", transports, "give at least one transport")
-    parsed = [parse_transport(t) for t in specs]
+    specs = tspec.split(transports)
+    parsed = [tspec.parse(t) for t in specs]
     for name, params in parsed:  # every transport and its parameters are checked before the first run
         scenario.parse({**scenario_stub(scale), "transport": {**params, "name": name}}, "mrc-demo")
     out = pathlib.Path(out)
@@ -172,7 +147,8 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
     sc0 = scenario.parse(json.loads(json.dumps(base)), "mrc-demo")
     echo(f"mrc demo: {base['description']}; seed {seed}")
     echo(f"fabric: {sc0.topo.spec.name}, {sc0.topo.n_hosts} hosts; transports: {', '.join(specs)}")
-    rows, tables, summaries = [], {}, {}
+    tables, summaries = {}, {}
+    cold = coldstart.Compiling()
     for k, (spec, (name, params)) in enumerate(zip(specs, parsed)):
         data = json.loads(json.dumps(base))
         data["transport"] = {**params, "name": name}
@@ -180,12 +156,11 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
         if progress:
             echo(f"[{k + 1}/{len(specs)}] {spec}")
         run = sim.Simulation(sc).run(progress=progress)
-        label = spec.replace(":", "_").replace("=", "-")
-        s = results.write(run, out / label, plots_too=plots_too)
+        cold.done(run.sim["wall_s"])
+        s = results.write(run, out / tspec.dirname(spec), plots_too=plots_too)
         summaries[spec] = s
         tables[spec] = metrics.flow_table(run)
-        rows.append(row(spec, s))
-    echo(table(rows))
+    echo(summary_table.text(summaries))
     if plots_too:
         topo = base["topology"]
         plots.fct_cdf(tables, out / "fct_cdf.png", f"mrc demo, {topo['hosts_per_leaf'] * topo['leaves']} hosts, "
@@ -193,10 +168,9 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
     keep = ("fct_us", "slowdown", "flows", "reroute", "counters", "sim")
     (out / "demo.json").write_text(json.dumps({"scenario": base, "runs": {k: {kk: v[kk] for kk in keep}
                                                                            for k, v in summaries.items()}},
-                                              indent=2) + "\n")
-    results.write_csv(out / "demo.csv", {h: [r[j] for r in rows] for j, h in enumerate(
-        ["transport", "flows_done", "fct_p50_us", "fct_p99_us", "fct_max_us", "slowdown_p50", "slowdown_p99",
-         "slowdown_max", "first_steered_away_us", "off_99_us", "goodput_recovered_us"])})
+                                              indent=2, default=results._clean) + "\n")
+    _, rows = summary_table.rows(summaries)
+    results.write_csv(out / "demo.csv", summary_table.csv_columns(rows))
     echo("reroute times: fault -> first packet of an affected flow steered away -> 99% of their traffic off "
          "the failed link -> goodput back (docs/emulator.md)")
     echo(f"results: {out}" + (f" (FCT CDF: {out / 'fct_cdf.png'})" if plots_too else ""))

@@ -3,12 +3,13 @@
 - FCT of a flow: from its start to the moment its sender learnt that every
   byte arrived (the last ACK; HPCC's and htsim's definition); the time its
   receiver had every byte is reported too (``recv_done_us``).
-- Slowdown: FCT / FCT alone on the idle fabric, where the latter is the
-  flow's bytes on the wire at its NIC's line rate plus its path's base RTT
-  (computed by the transport from the path: propagation both ways, the
-  largest packet's serialisation on every hop after the NIC, the ACK's on
-  every hop). A lone single-packet flow on an idle fabric has slowdown 1
-  exactly; a longer one 1 to within a few ACK serialisations (tested).
+- Slowdown: FCT / the flow's ideal FCT, the fabric's best and the same for
+  every transport (`ideal`: its payload at the rate of all the host's NIC
+  ports plus the shortest path's base RTT). The transport's own FCT alone on
+  the idle fabric over its own path(s) is ``alone_fct_us`` (a lone flow's FCT
+  equals it exactly; tested).
+- Per job (`jobs`) and victim flows (`victims`: a flow of an incast job
+  outside its incast, the flow the incast may hurt).
 - Percentiles: numpy's linear interpolation over completed flows;
   ``p999`` is the 99.9th percentile.
 - Collective completion time (CCT): last ``recv_done`` of the collective's
@@ -68,6 +69,7 @@ def flow_table(run) -> dict:
         "recv_done_us": np.where(recv >= 0, recv / US, np.nan),
         "fct_us": np.where(done, fct / US, np.nan),
         "ideal_fct_us": fl["ideal"] / US,
+        "alone_fct_us": fl["alone"] / US,
         "slowdown": slow,
         "retransmissions": fl["retx"],
         "status": np.array(ST.FLOW_STATUS_NAMES, dtype=object)[fl["status"]],
@@ -240,6 +242,8 @@ def summary(run) -> dict:
         "packets": {"sent": c["sent_pkts"], "delivered": c["delivered_pkts"], "dropped": c["dropped_pkts"],
                     "in_flight": inflight["packets"]},
         "collectives": colls,
+        "jobs": jobs(run, ft),
+        "victims": victims(run, ft),
         "failures": failures(run),
         "reroute": reroute(run),
         "engine": {"events_per_s": run.sim["events"] / wall if wall > 0 else None,
@@ -249,6 +253,43 @@ def summary(run) -> dict:
                    "ports": sc.topo.n_ports},
         "config": sc.data,
     }
+
+
+def jobs(run, ft: dict) -> list[dict]:
+    """Per job of the scenario: kind, flows, FCT and slowdown percentiles, slowest collective."""
+    out = []
+    colls = collectives(run)
+    for j, job in enumerate(run.scenario.jobs):
+        mine = ft["job"] == j
+        done = mine & (ft["status"] == "done")
+        sd = ft["slowdown"][done]
+        cc = [c["cct_us"] for c in colls if c["job"] == j]
+        out.append({"index": j, "kind": job.kind, "flows": int(mine.sum()), "completed": int(done.sum()),
+                    "fct_us": percentiles(ft["fct_us"][done], ("p50", "p99", "max")),
+                    "slowdown": percentiles(sd[~np.isnan(sd)], ("p50", "p99", "max")),
+                    "cct_max_us": (None if not cc or any(c is None for c in cc) else max(cc))})
+    return out
+
+
+def victim_flows(run) -> np.ndarray:
+    """Indices of the victim flows: flows of an incast job outside its incast (`workloads.generators`)."""
+    fl = run.flows
+    kinds = np.array([j.kind == "incast" for j in run.scenario.jobs] + [False], bool)
+    job = np.where((fl["job"] >= 0) & (fl["job"] < len(run.scenario.jobs)), fl["job"], len(run.scenario.jobs))
+    return np.flatnonzero(kinds[job] & (fl["coll"] < 0))
+
+
+def victims(run, ft: dict) -> list[dict]:
+    """Per victim flow: FCT, throughput (payload over FCT) and slowdown (null if it did not complete)."""
+    out = []
+    for f in victim_flows(run):
+        fct = ft["fct_us"][f]
+        ok = not np.isnan(fct)
+        out.append({"flow": int(f), "job": int(ft["job"][f]), "src": int(ft["src"][f]), "dst": int(ft["dst"][f]),
+                    "size_bytes": int(ft["size_bytes"][f]), "fct_us": float(fct) if ok else None,
+                    "gbps": float(ft["size_bytes"][f] * 8 / fct / 1e3) if ok and fct > 0 else None,
+                    "slowdown": float(ft["slowdown"][f]) if ok else None})
+    return out
 
 
 def _reasons(fl) -> dict:

@@ -57,15 +57,44 @@ def write_csv(path: pathlib.Path, columns: dict) -> None:
             w.writerow(["" if (x := _clean(c[i])) is None else x for c in cols])
 
 
+def _arrow_column(pa, v: np.ndarray):
+    """A numpy column as an arrow array, built from its buffers: ``pa.array`` would import pandas (0.4 s)
+    whenever pandas is installed, to ask whether the column is a pandas object."""
+    v = np.asarray(v)
+    if v.dtype.kind in "iuf":
+        v = np.ascontiguousarray(v)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(v.dtype), len(v), [None, pa.py_buffer(v)])
+    if v.dtype.kind == "b":
+        return pa.Array.from_buffers(pa.bool_(), len(v), [None, pa.py_buffer(np.packbits(v, bitorder="little"))])
+    if v.dtype.kind in "OU" and all(isinstance(x, str) for x in v):
+        data = [x.encode() for x in v]
+        offsets = np.zeros(len(data) + 1, np.int64)
+        np.cumsum([len(b) for b in data], out=offsets[1:])
+        return pa.Array.from_buffers(pa.large_string(), len(data),
+                                     [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]).cast(pa.string())
+    return pa.array(list(v))
+
+
 def write_parquet(path: pathlib.Path, columns: dict) -> bool:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         return False
-    table = pa.table({k: (list(v) if v.dtype == object else v) for k, v in columns.items()})
-    pq.write_table(table, path)
+    names = list(columns)
+    pq.write_table(pa.Table.from_arrays([_arrow_column(pa, columns[k]) for k in names], names=names), path)
     return True
+
+
+# every file `write` may produce: a new run into a directory removes the earlier run's first
+FILES = ("summary.json", "flows.csv", "flows.parquet", "collectives.csv", "timeseries.csv", "links.csv",
+         "failures.csv", "ev_events.csv", "trace.csv", "fct_cdf.png", "slowdown_by_size.png", "utilisation.png")
+
+
+def clear(out: pathlib.Path) -> None:
+    """Remove the files of an earlier run from `out` (only the names `write` writes)."""
+    for name in FILES:
+        (out / name).unlink(missing_ok=True)
 
 
 def link_groups(run) -> dict:
@@ -93,6 +122,7 @@ def write(run, out, plots_too: bool | None = None) -> dict:
     """Write the results directory; returns the summary."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    clear(out)
     summ = metrics.summary(run)
     (out / "summary.json").write_text(json.dumps(summ, indent=2, default=_clean) + "\n")
     ft = metrics.flow_table(run)

@@ -25,6 +25,7 @@ from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
 from mrc.emulator.scenario import Scenario
+from mrc.errors import MRCError
 from mrc.units import US
 
 # (link tier, direction) -> group name of the utilisation / queue series
@@ -46,6 +47,10 @@ class RunData:
     inflight: dict  # packets and bytes still in the fabric at the end
     fstat: np.ndarray = None  # per failure: state.FSTAT (reroute tracking)
     extra: dict = dataclasses.field(default_factory=dict)  # the transport's own (collect): e.g. ev_events
+
+
+class RunTimeout(MRCError):
+    """A run passed its wall-time limit (`Simulation.run`'s ``deadline``)."""
 
 
 ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
@@ -162,7 +167,9 @@ class Simulation:
         self.E = build.engine(sc, self.flowset, ep, int(eg.generate_state(1, np.uint64)[0]))
         self.F = sc.topo.arrays
 
-    def run(self, progress: bool = False) -> RunData:
+    def run(self, progress: bool = False, deadline: float | None = None) -> RunData:
+        """Run to the end; with `deadline` (a `time.perf_counter` value) raise `RunTimeout` once the loop passes
+        it (checked between chunks of the compiled loop, at most `engine.chunk_events` events apart)."""
         sc = self.sc
         E, F, T = self.E, self.F, self.T
         end_ps = int(round(sc.end_us * US))
@@ -183,6 +190,10 @@ class Simulation:
                 E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=EV.heap_capacity(E.heap_t) - E.S[ST.S_HEAP_N] < reserve)
                 continue
             bar.update(E, time.perf_counter() - wall0)
+            if deadline is not None and time.perf_counter() > deadline:
+                bar.close()
+                raise RunTimeout(f"stopped at {int(E.S[ST.S_NOW]) / US:,.1f} us of simulated time after "
+                                 f"{time.perf_counter() - wall0:.1f} s of wall time (the time limit)")
             if st == ST.ST_BUDGET:
                 continue
             if st == ST.ST_CHUNK:

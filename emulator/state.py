@@ -164,7 +164,8 @@ FLOW = np.dtype([
     ("t_start", np.int64),  # actual start
     ("t_send_done", np.int64),  # sender learnt everything was delivered (FCT end)
     ("t_recv_done", np.int64),  # receiver had every byte
-    ("ideal", np.int64),  # FCT alone on the idle fabric, ps
+    ("ideal", np.int64),  # the fabric's best FCT, the same for every transport, ps (`ideal`)
+    ("alone", np.int64),  # FCT alone on the idle fabric over the transport's own path(s), ps
     ("retx", np.int64),  # retransmitted packets
     ("cm_id", np.int64),  # id in the .cm file (0 when none)
     ("src", np.int32),

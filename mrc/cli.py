@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.abc
 import importlib.util
 import sys
 
@@ -21,7 +22,7 @@ SUBCOMMANDS = [
     ("demo", "mrc.emulator.demo", "run the MRC vs ECMP demo on a small multi-plane fabric"),
     ("pcap", "mrc.wire.cli", "write sample pcaps of every MRC packet kind, and decode pcaps"),
     ("fabric", "mrc.fabric.cli", "multi-plane Clos fabrics: presets, SRv6 uSID routes, netns fabrics"),
-    ("emu", "mrc.emulator.cli", "packet-level fabric emulator: run and compare scenarios"),
+    ("emu", "mrc.emulator.cli", "packet-level fabric emulator: run, compare and sweep scenarios"),
     ("conformance", "mrc.conformance.cli", "run the MRC conformance suite against an implementation"),
     ("io", "mrc.io.cli", "MRC endpoints over real sockets"),
 ]
@@ -43,7 +44,10 @@ def _available(module: str) -> bool:
         return False
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole tree; with `only` (a command name, or "" for none), only that command's module is imported and
+    registered, the others are listed by name and help (a process runs one command: importing the rest, trio,
+    the conformance suite and so on, cost most of a second at start-up)."""
     parser = argparse.ArgumentParser(
         prog="mrc",
         description="MRC (OCP Multipath Reliable Connection 1.0): wire formats, protocol core, "
@@ -52,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"mrc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module, help_text in SUBCOMMANDS:
+        if only is not None and name != only:
+            if _available(module.rpartition(".")[0]):
+                sub.add_parser(name, help=help_text, description=help_text)
+            continue
         if not _available(module):
             continue
         cmd = sub.add_parser(name, help=help_text, description=help_text)
@@ -59,8 +67,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _NoScipy(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "scipy" or name.startswith("scipy."):
+            raise ImportError(f"{name}: not imported for numba's BLAS probe (mrc.cli)")
+        return None
+
+
+def _skip_numba_blas_probe() -> None:
+    """numba's array module imports scipy.linalg when it loads (0.3-0.4 s of a warm start-up) to see whether
+    BLAS is there for ``np.dot``; no compiled code of this project uses BLAS, and an ``mrc`` process runs only
+    this project's code, so the module is loaded here with scipy out of reach. scipy imports normally after."""
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    block = _NoScipy()
+    sys.meta_path.insert(0, block)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except ImportError:
+        pass
+    finally:
+        sys.meta_path.remove(block)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), "")
+    parser = build_parser(only=command if command in {c[0] for c in SUBCOMMANDS} else "")
     args = parser.parse_args(argv)
     func = getattr(args, "func", None)
     if func is None:
@@ -68,6 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         target = getattr(args, "_parser", parser)
         target.print_help()
         return 0 if args.command is None else 2
+    if args.command in ("emu", "demo", "fabric"):
+        _skip_numba_blas_probe()
     try:
         return int(func(args) or 0)
     except MRCError as exc:

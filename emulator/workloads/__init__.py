@@ -7,8 +7,8 @@ disjoint host sets sharing the fabric (each with ``hosts``). Kinds
 matrices, `cm`). Host numbers inside a job are job-local (0 .. len(hosts)-1;
 without ``hosts`` they are the fabric's host ids).
 
-`build` returns a `FlowSet`: the `state.FLOW` rows (``ep`` and ``ideal``
-still to be filled by the transport), the htsim-style triggers, and the
+`build` returns a `FlowSet`: the `state.FLOW` rows (``ep``, ``alone`` and
+``ideal`` still to be filled at set-up), the htsim-style triggers, and the
 collectives (name, flows) whose completion time is reported.
 """
 from __future__ import annotations

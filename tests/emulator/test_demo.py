@@ -21,6 +21,9 @@ def test_demo_tiny_writes_table_plot_and_results(tmp_path, capsys):
     assert (out / "fct_cdf.png").stat().st_size > 1000
     rows = list(csv.DictReader((out / "demo.csv").open()))
     assert [r["transport"] for r in rows] == ["mrc", "spray", "roce-ecmp"]
+    for r in rows:  # numbers, not the screen's strings
+        assert int(r["flows_done"]) == 16 and float(r["fct_p99_us"]) > 0 and float(r["first_steered_away_us"]) >= 0
+        assert r["off_99_us"] == "" or float(r["off_99_us"]) >= 0  # null (never) is an empty cell, not "-"
     # the scenario file runs as it is
     sc = tomllib.loads((out / "scenario.toml").read_text())
     assert sc["failures"][0]["link"] == demo.scenario_dict("tiny", 3)["failures"][0]["link"]

@@ -125,3 +125,92 @@ def test_progress_bar_runs(capsys):
     res = emu_run(make(workload={"kind": "permutation", "size_bytes": 20_000}), progress=True)
     assert res.summary["flows"]["completed"] == 16
     assert "flows 16/16" in capsys.readouterr().out
+
+
+def test_compare_csv_holds_numbers_and_the_screen_keeps_its_formatting(tmp_path, capsys):
+    p = _toml(tmp_path)
+    out = tmp_path / "c"
+    assert main(["emu", "compare", str(p), "--transports", "roce-ecmp,mrc", "--out", str(out), "--no-plots"]) == 0
+    assert "16/16" in capsys.readouterr().out
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    for r in rows:
+        assert int(r["flows_done"]) == int(r["flows_total"]) == 16
+        for k in ("fct_p50_us", "fct_p99_us", "fct_max_us", "slowdown_p50", "slowdown_p99"):
+            float(r[k])  # a number, not "2,137.5" or "-"
+        assert "," not in r["fct_max_us"] and "cct_max_us" not in r  # no collectives: no such column
+
+
+def test_run_takes_a_transport_spec_and_names_its_directory(tmp_path, capsys, monkeypatch):
+    p = _toml(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["emu", "run", str(p), "--transport", "roce-ecmp:lossless=false,dcqcn=false", "--no-plots"]) == 0
+    d = tmp_path / "runs" / "s" / "roce-ecmp_lossless-false_dcqcn-false" / "seed3"
+    cfg = json.loads((d / "summary.json").read_text())["config"]["transport"]
+    assert cfg == {"name": "roce-ecmp", "lossless": False, "dcqcn": False}
+    assert str(d.relative_to(tmp_path)) in capsys.readouterr().out
+    assert main(["emu", "run", str(p), "--transport", "mrc", "--seed", "4", "--no-plots"]) == 0
+    assert (tmp_path / "runs" / "s" / "mrc" / "seed4" / "ev_events.csv").exists()
+    assert main(["emu", "run", str(p), "--transport", "roce-ecmp:oops"]) == 2
+    assert "--transport" in capsys.readouterr().err
+
+
+def test_a_run_never_keeps_an_earlier_runs_files(tmp_path):
+    p = _toml(tmp_path)
+    out = tmp_path / "o"
+    assert main(["emu", "run", str(p), "--transport", "mrc", "--out", str(out)]) == 0
+    assert (out / "fct_cdf.png").exists() and (out / "ev_events.csv").exists()
+    (out / "notes.txt").write_text("mine")
+    assert main(["emu", "run", str(p), "--out", str(out), "--no-plots"]) == 0  # roce-ecmp, no plots
+    assert not (out / "fct_cdf.png").exists() and not (out / "ev_events.csv").exists()
+    assert json.loads((out / "summary.json").read_text())["transport"] == "roce-ecmp"
+    assert (out / "notes.txt").read_text() == "mine"  # not ours: left alone
+
+
+def test_tables_show_victim_job_and_reroute_columns_when_the_scenario_has_them(tmp_path, capsys):
+    p = tmp_path / "v.toml"
+    p.write_text('seed = 2\n[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 4\nleaves = 4\nspines = 4\n'
+                 'link_gbps = 100\n[transport]\nname = "mrc"\n'
+                 '[[workload]]\nkind = "incast"\nhosts = [0, 1, 2, 3, 4, 5, 6, 7]\nsize_bytes = 100000\n'
+                 'senders = 4\nvictim_src = 6\nvictim_dst = 1\nvictim_size_bytes = 200000\n'
+                 '[[workload]]\nkind = "permutation"\nhosts = [8, 9, 10, 11, 12, 13, 14, 15]\nsize_bytes = 100000\n'
+                 '[[failures]]\nkind = "link-down"\nat_us = 3\nlink = ["p0.t0.0", "p0.t1.1"]\n'
+                 '[[failures]]\nkind = "link-down"\nat_us = 4\nlink = ["p0.t0.2", "p0.t1.2"]\n')
+    out = tmp_path / "c"
+    assert main(["emu", "compare", str(p), "--transports", "mrc,spray", "--out", str(out), "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    for col in ("victim Gb/s", "CCT max us", "steered away us", "99% off us", "per job:", "reroute per failure:"):
+        assert col in text, col
+    rows = list(csv.DictReader(open(out / "compare.csv")))
+    assert float(rows[0]["victim_gbps"]) > 0 and float(rows[0]["cct_max_us"]) > 0
+    s = json.loads((out / "mrc" / "summary.json").read_text())
+    assert [j["kind"] for j in s["jobs"]] == ["incast", "permutation"]
+    assert len(s["victims"]) == 1 and s["victims"][0]["src"] == 6 and s["victims"][0]["dst"] == 1
+    assert json.loads((out / "compare.json").read_text())["spray"]["victims"][0]["gbps"] > 0
+
+
+def test_a_cold_start_says_it_is_compiling_and_for_how_long(tmp_path, monkeypatch):
+    from mrc.emulator import coldstart
+
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "key"))
+    monkeypatch.delenv("NUMBA_DISABLE_JIT", raising=False)
+    said = []
+    c = coldstart.Compiling(said.append)
+    assert c.cold and "compiling" in said[0] and coldstart.DEFAULT_ESTIMATE in said[0]
+    coldstart.record(200.0)  # a whole compile: the next cold start quotes it
+    said.clear()
+    assert not coldstart.Compiling(said.append).cold and not said
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "other-key"))
+    coldstart.Compiling(said.append)
+    assert "3.3 minutes" in said[0]
+
+
+def test_the_emu_command_imports_only_what_it_runs(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mrc.cli import main\n"
+            f"main(['emu', 'run', {str(_toml(tmp_path))!r}, '--out', {str(tmp_path / 'o')!r}, '--no-plots'])\n"
+            "print(sorted(m for m in ('trio', 'mrc.conformance', 'mrc.io', 'scapy', 'pandas', 'scipy.linalg')"
+            " if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"  # flows.parquet is written without pandas, too

@@ -32,7 +32,7 @@ def test_timeout_recovers_a_lost_tail_and_counts_spurious():
     c = s["counters"]
     assert c["timeouts"] == 1 and c["retransmissions"] == 1 and c["spurious_retransmissions"] == 0
     fct = r.flows[0]["t_send_done"] - r.flows[0]["t_start"]
-    assert fct == 30_000_000 + r.flows[0]["ideal"]
+    assert fct == 30_000_000 + r.flows[0]["alone"]
     # a lost ACK instead (the data crossed the link at 3.35 us, its ACK leaves at 4.35 us): the data is
     # resent although it arrived: a spurious retransmission
     data["failures"][0].update(link=["h15", "p0.t0.3"], at_us=4.0, duration_us=10.0)
@@ -49,14 +49,14 @@ def test_timeout_doubles_without_progress_and_resets_on_progress():
                            "link": ["h0", "p0.t0.0"]}])
     r, s, simu = run(data)
     assert s["counters"]["timeouts"] == 3
-    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 210_000_000 + r.flows[0]["ideal"]
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 210_000_000 + r.flows[0]["alone"]
     assert simu.T.roce["rto_cur"][0] == 30_000_000  # progress restored the first timeout
     # capped at rto_max_us: 30, 60, then 80 us steps -> timeouts at 30, 90, 170, 250 us
     data["transport"]["rto_max_us"] = 80.0
     data["failures"][0]["duration_us"] = 200.0
     r, s, _ = run(data)
     assert s["counters"]["timeouts"] == 4
-    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 250_000_000 + r.flows[0]["ideal"]
+    assert r.flows[0]["t_send_done"] - r.flows[0]["t_start"] == 250_000_000 + r.flows[0]["alone"]
 
 
 def test_dcqcn_reacts_to_marks_with_cnps():

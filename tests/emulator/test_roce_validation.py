@@ -54,7 +54,7 @@ def test_two_flows_converge_to_a_fair_share():
     thr = shares(win[0][0], win[-1][1])
     assert thr.min() / thr.max() >= 0.9 and thr.sum() >= 0.93, thr
     # the pair completes within 1.2 x the ideal (both messages back to back at line rate + a base RTT)
-    ideal = 2 * _wire_bytes(size) * 8 / LINE * 1e6 + r.flows["ideal"][0] / US - _wire_bytes(size) * 8 / LINE * 1e6
+    ideal = 2 * _wire_bytes(size) * 8 / LINE * 1e6 + r.flows["alone"][0] / US - _wire_bytes(size) * 8 / LINE * 1e6
     assert _fct(r).max() <= 1.2 * ideal, (_fct(r), ideal)
     assert s["counters"]["dropped_pkts"] == 0
 
@@ -97,7 +97,7 @@ def test_go_back_n_goodput_under_random_loss_follows_theory(p):
     efficiency = clean / fct
     # go-back-N: each loss costs the packets sent until its NAK returns, W = base RTT / packet time
     pkt_us = serialization_ps(4096 + roce.HDR_BYTES, int(LINE)) / US
-    rtt_us = r.flows["ideal"][0] / US - clean  # the path's base RTT (ideal FCT = serialisation + RTT)
+    rtt_us = r.flows["alone"][0] / US - clean  # the path's base RTT (ideal FCT = serialisation + RTT)
     W = rtt_us / pkt_us + 1
     theory = (1 - p) / (1 + p * W)
     assert efficiency == pytest.approx(theory, rel=0.05), (efficiency, theory, W)
@@ -137,7 +137,7 @@ def test_permutation_within_a_factor_of_the_fluid_ideal_on_the_same_paths():
     paths = [list(topo.ecmp_route(int(R["host"][e]), int(R["peer_host"][e]), int(R["plane"][e]),
                                   int(R["sport"][e]), 0)) for e in req]
     wire = np.array([_wire_bytes(int(fl["size"][k])) for k in f], float)
-    ideal = fl["ideal"][f].astype(float)
+    ideal = fl["alone"][f].astype(float)
     fluid = max_min_fct(paths, wire, fl["start"][f], topo.port["rate"]) + ideal - wire * 8 / LINE * 1e12
     got = (fl["t_send_done"][f] - fl["t_start"][f]).astype(float)
     ratio = got / fluid

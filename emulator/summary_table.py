@@ -1,0 +1,144 @@
+"""The table of runs that `mrc emu run`, `mrc emu compare` and `mrc demo` print and write.
+
+One row per run (label -> `metrics.summary`), as numbers (`rows`: what
+``compare.csv`` and ``demo.csv`` hold, null where a figure does not exist) and
+as text for the screen (`render`: thousands separators, ``-`` for null).
+Columns appear when the runs have them:
+
+- always: flows done and total, FCT p50 / p99 / p99.9 / max, slowdown
+  p50 / p99 / max;
+- collectives: the slowest collective's completion time (``cct_max_us``);
+- victim flows (`metrics.victims`): the worst victim's FCT, throughput and
+  slowdown;
+- failures: the first failure's reroute times (`metrics.reroute`); every
+  failure's are in `reroute_rows`;
+- several jobs: one row per job in `job_rows`.
+"""
+from __future__ import annotations
+
+import math
+
+# (key, screen header, digits)
+BASE = [("flows_done", "flows done", 0), ("flows_total", "of", 0), ("fct_p50_us", "FCT p50 us", 1),
+        ("fct_p99_us", "p99", 1), ("fct_p999_us", "p99.9", 1), ("fct_max_us", "max", 1),
+        ("slowdown_p50", "slowdown p50", 2), ("slowdown_p99", "p99", 2), ("slowdown_max", "max", 2)]
+CCT = [("cct_max_us", "CCT max us", 1)]
+VICTIM = [("victim_fct_us", "victim FCT us", 1), ("victim_gbps", "victim Gb/s", 1),
+          ("victim_slowdown", "victim slowdown", 2)]
+REROUTE = [("first_steered_away_us", "steered away us", 2), ("off_99_us", "99% off us", 1),
+           ("goodput_recovered_us", "goodput back us", 1)]
+JOB = [("job", "job", 0), ("kind", "kind", None), ("flows_done", "flows done", 0), ("flows_total", "of", 0),
+       ("fct_p50_us", "FCT p50 us", 1), ("fct_p99_us", "p99", 1), ("fct_max_us", "max", 1),
+       ("slowdown_p50", "slowdown p50", 2), ("slowdown_p99", "p99", 2), ("cct_max_us", "CCT max us", 1)]
+RR = [("failure", "failure", 0), ("kind", "kind", None), ("target", "target", None),
+      ("affected_flows", "affected flows", 0), *REROUTE]
+
+
+def _worst(values, fn):
+    v = [x for x in values if x is not None]
+    return fn(v) if v else None
+
+
+def row(label: str, s: dict) -> dict:
+    """The numeric row of one run's summary (every column; `columns` picks the ones to show)."""
+    f, sd = s["fct_us"], s["slowdown"]
+    cct = s.get("cct_us") or []
+    vic = s.get("victims") or []
+    rr = (s.get("reroute") or [{}])[0] if s.get("reroute") else {}
+    return {"transport": label, "flows_done": s["flows"]["completed"], "flows_total": s["flows"]["total"],
+            "fct_p50_us": f["p50"], "fct_p99_us": f["p99"], "fct_p999_us": f.get("p999"), "fct_max_us": f["max"],
+            "slowdown_p50": sd["p50"], "slowdown_p99": sd["p99"], "slowdown_max": sd["max"],
+            "cct_max_us": None if not cct or any(c is None for c in cct) else max(cct),
+            "victim_fct_us": _worst([v["fct_us"] for v in vic], max) if vic else None,
+            "victim_gbps": _worst([v["gbps"] for v in vic], min) if vic else None,
+            "victim_slowdown": _worst([v["slowdown"] for v in vic], max) if vic else None,
+            **{k: rr.get(k) for k, _, _ in REROUTE}}
+
+
+def columns(summaries: dict) -> list:
+    """The columns that apply to these runs."""
+    ss = list(summaries.values())
+    cols = [("transport", "transport", None), *BASE]
+    if any(s.get("cct_us") for s in ss):
+        cols += CCT
+    if any(s.get("victims") for s in ss):
+        cols += VICTIM
+    if any(s.get("reroute") for s in ss):
+        cols += REROUTE
+    return cols
+
+
+def rows(summaries: dict) -> tuple[list, list[dict]]:
+    """(columns, numeric rows) of the main table."""
+    cols = columns(summaries)
+    keys = [k for k, _, _ in cols]
+    return cols, [{k: row(label, s)[k] for k in keys} for label, s in summaries.items()]
+
+
+def job_rows(summaries: dict) -> list[dict]:
+    """Per run and job (only for scenarios with several jobs)."""
+    out = []
+    for label, s in summaries.items():
+        if len(s.get("jobs") or []) < 2:
+            continue
+        for j in s["jobs"]:
+            out.append({"transport": label, "job": j["index"], "kind": j["kind"], "flows_done": j["completed"],
+                        "flows_total": j["flows"], "fct_p50_us": j["fct_us"]["p50"], "fct_p99_us": j["fct_us"]["p99"],
+                        "fct_max_us": j["fct_us"]["max"], "slowdown_p50": j["slowdown"]["p50"],
+                        "slowdown_p99": j["slowdown"]["p99"], "cct_max_us": j["cct_max_us"]})
+    return out
+
+
+def reroute_rows(summaries: dict) -> list[dict]:
+    """Per run and tracked failure: the reroute times."""
+    out = []
+    for label, s in summaries.items():
+        for r in s.get("reroute") or []:
+            out.append({"transport": label, "failure": r["index"], "kind": r["kind"], "target": r["target"],
+                        "affected_flows": r["affected_flows"], **{k: r.get(k) for k, _, _ in REROUTE}})
+    return out
+
+
+def fmt(v, digits) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if digits is None or isinstance(v, str):
+        return str(v)
+    return f"{v:,.{digits}f}"
+
+
+def render(cols: list, rows_: list[dict]) -> str:
+    """Aligned text: the first column left, the rest right; ``flows done`` shown as ``done/total``."""
+    show = [c for c in cols if c[0] != "flows_total"]
+    cells = []
+    for r in rows_:
+        line = []
+        for k, _, d in show:
+            if k == "flows_done" and "flows_total" in r:
+                line.append(f"{r['flows_done']}/{r['flows_total']}")
+            else:
+                line.append(fmt(r.get(k), d))
+        cells.append(line)
+    head = [h for _, h, _ in show]
+    w = [max(len(x[i]) for x in [head] + cells) for i in range(len(head))]
+    return "\n".join("  ".join(c.rjust(w[i]) if i else c.ljust(w[i]) for i, c in enumerate(x)) for x in [head] + cells)
+
+
+def text(summaries: dict) -> str:
+    """Everything `mrc emu run | compare` and `mrc demo` print: the main table, then per job and per failure
+    when there is more to say than the main table's columns."""
+    cols, main = rows(summaries)
+    out = [render(cols, main)]
+    jr = job_rows(summaries)
+    if jr:
+        out += ["", "per job:", render([("transport", "transport", None), *JOB], jr)]
+    rr = reroute_rows(summaries)
+    if any(r["failure"] > 0 for r in rr):
+        out += ["", "reroute per failure:", render([("transport", "transport", None), *RR], rr)]
+    return "\n".join(out)
+
+
+def csv_columns(rows_: list[dict]) -> dict:
+    """Column -> values for `results.write_csv` (numbers stay numbers; null is an empty cell)."""
+    keys = list(rows_[0]) if rows_ else []
+    return {k: [r.get(k) for r in rows_] for k in keys}

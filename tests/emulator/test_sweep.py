@@ -1,0 +1,326 @@
+"""`mrc emu sweep` on real Dask processes: a scheduler and two workers started here, and a local cluster.
+
+The cells are tiny (a 4-host leaf-spine, a few flows), so the time goes into starting the processes.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("distributed")
+pd = pytest.importorskip("pandas")
+
+from mrc.cli import main  # noqa: E402
+from mrc.emulator import metrics  # noqa: E402
+from mrc.emulator.sweeps import cell, spec, stats  # noqa: E402
+from mrc.emulator.sweeps import table as TB  # noqa: E402
+from mrc.errors import ConfigError  # noqa: E402
+
+TINY = ('name = "tiny"\nseed = 1\n[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 2\nleaves = 2\nspines = 2\n'
+        'link_gbps = 100\n[transport]\nname = "roce-ecmp"\n[workload]\nkind = "permutation"\nsize_bytes = 20000\n')
+MACHINE = ("sim_wall_s", "sim_peak_rss_mb", "engine_events_per_s", "engine_packet_hops_per_s")
+
+
+def _scenario(tmp_path, text=TINY):
+    p = tmp_path / "tiny.toml"
+    p.write_text(text)
+    return p
+
+
+def _env():
+    env = dict(os.environ)
+    env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = "1"
+    root = str(pathlib.Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+@pytest.fixture(scope="module")
+def scheduler(tmp_path_factory):
+    """A real `dask scheduler` and two `dask worker` processes (with nannies) on localhost."""
+    from distributed import Client
+
+    d = tmp_path_factory.mktemp("dask")
+    sfile = d / "scheduler.json"
+    env = _env()
+    procs = [subprocess.Popen([sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
+                               "--no-dashboard", "--scheduler-file", str(sfile)], env=env, cwd=d,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        t0 = time.time()
+        while not sfile.exists():
+            assert time.time() - t0 < 60, "the scheduler did not start"
+            time.sleep(0.1)
+        for k in range(2):
+            procs.append(subprocess.Popen([sys.executable, "-m", "dask", "worker", "--scheduler-file", str(sfile),
+                                           "--nthreads", "1", "--no-dashboard", "--name", f"w{k}",
+                                           "--local-directory", str(d)], env=env, cwd=d,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        addr = json.loads(sfile.read_text())["address"]
+        with Client(addr, timeout="60s") as c:
+            c.wait_for_workers(2, timeout=120)
+        yield addr
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _flat_summary(path):
+    s = json.loads(path.read_text())
+    return cell.flatten(metrics.comparable(s))
+
+
+def _same(a, b):
+    if a is None or (isinstance(a, float) and math.isnan(a)):
+        return b is None or (isinstance(b, float) and math.isnan(b))
+    return a == b
+
+
+def test_sweep_on_a_real_cluster_equals_emu_run_cell_by_cell(tmp_path, scheduler, capsys):
+    p = _scenario(tmp_path)
+    out = tmp_path / "sw"
+    assert main(["emu", "sweep", str(p), "--transports", "roce-ecmp,mrc", "--seeds", "1-2",
+                 "--grid", "workload.size_bytes=20000,60000", "--scheduler", scheduler, "--out", str(out),
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "FCT p99 us" in text and "[" in text and "roce-ecmp" in text
+    df = pd.read_parquet(out / "sweep.parquet")
+    assert len(df) == 8 and set(df["status"]) == {"ok"} and list(df["cell"]) == list(range(8))
+    assert list(pd.read_csv(out / "sweep.csv")["key"]) == list(df["key"])
+    assert {"scenario", "transport", "workload.size_bytes", "seed", "fct_us_p99", "slowdown_p50", "sim_events",
+            "sim_packet_hops", "sim_wall_s", "sim_peak_rss_mb", "counters_sent_pkts", "error", "worker"} <= set(df)
+    assert len(set(df["worker"])) >= 1
+    # every cell, run alone with `mrc emu run`, gives the same numbers bit for bit and the same flows.csv
+    for r in df.to_dict("records"):
+        one = tmp_path / f"one{r['cell']}"
+        assert main(["emu", "run", str(p), "--transport", r["transport"], "--seed", str(r["seed"]),
+                     "--set", f"workload.size_bytes={r['workload.size_bytes']}", "--out", str(one),
+                     "--no-plots", "--no-progress"]) == 0
+        want = _flat_summary(one / "summary.json")
+        for k, v in want.items():
+            if k not in MACHINE:
+                assert _same(r[k], v), (r["cell"], k, r[k], v)
+        assert (out / r["results"] / "flows.csv").read_bytes() == (one / "flows.csv").read_bytes()
+    st = pd.read_csv(out / "stats.csv")
+    assert set(st["metric"]) >= {"fct_us_p50", "fct_us_p99", "fct_us_max", "slowdown_p99"}
+    assert (st["ci_low"] <= st["median"]).all() and (st["median"] <= st["ci_high"]).all()
+    assert (out / "plots" / "vs-workload.size_bytes.png").stat().st_size > 1000
+    assert list((out / "plots").glob("fct-cdf-*.png"))
+    # sweep.toml runs the same sweep again: with --resume nothing runs
+    assert main(["emu", "sweep", str(out / "sweep.toml"), "--scheduler", scheduler, "--resume",
+                 "--no-progress", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    assert "8 cells" in err and "8 already done, 0 to run" in err
+    again = pd.read_parquet(out / "sweep.parquet")
+    pd.testing.assert_frame_equal(again, df)
+
+
+def test_a_failing_cell_is_recorded_and_the_rest_complete(tmp_path, scheduler, capsys):
+    p = _scenario(tmp_path)
+    out = tmp_path / "sw"
+    # size 0 is not a valid flow size: those cells raise on the worker; a huge flow passes the time limit
+    assert main(["emu", "sweep", str(p), "--seeds", "1-2", "--grid", "workload.size_bytes=20000,0,5000000000",
+                 "--set", "engine.chunk_events=1000", "--cell-timeout", "1.5", "--scheduler", scheduler,
+                 "--out", str(out), "--no-plots", "--no-progress"]) == 1
+    df = pd.read_parquet(out / "sweep.parquet")
+    by = {v: g for v, g in df.groupby("workload.size_bytes")}
+    assert set(by[20000]["status"]) == {"ok"} and by[20000]["fct_us_p99"].notna().all()
+    assert set(by[0]["status"]) == {"error"}
+    assert all("workload.size_bytes" in e for e in by[0]["error"])
+    assert set(by[5000000000]["status"]) == {"timeout"}
+    assert all("time limit" in e for e in by[5000000000]["error"])
+    assert "cells failed" in capsys.readouterr().out
+    # --resume runs the failed cells again, not the completed ones
+    before = df[df["status"] == "ok"][["key", "worker", "cell_s"]].reset_index(drop=True)
+    assert main(["emu", "sweep", str(out / "sweep.toml"), "--scheduler", scheduler, "--resume",
+                 "--no-plots", "--no-progress"]) == 1
+    assert "2 already done, 4 to run" in capsys.readouterr().err
+    after = pd.read_parquet(out / "sweep.parquet")
+    kept = after[after["key"].isin(before["key"])][["key", "worker", "cell_s"]].reset_index(drop=True)
+    pd.testing.assert_frame_equal(kept, before)
+
+
+def test_a_worker_killed_mid_sweep_loses_no_cell(tmp_path, scheduler):
+    from distributed import Client
+
+    p = _scenario(tmp_path, TINY.replace("size_bytes = 20000", "size_bytes = 20000000"))  # cells of ~0.2 s
+    out = tmp_path / "sw"
+    killed = {}
+
+    def kill_one():
+        with Client(scheduler, timeout="30s") as c:
+            pids = c.run(os.getpid)
+            t0 = time.time()
+            while time.time() - t0 < 60:
+                busy = {w: ts for w, ts in c.processing().items() if any("mrc-cell" in str(t) for t in ts)}
+                if busy:
+                    w = sorted(busy)[0]
+                    os.kill(pids[w], signal.SIGKILL)
+                    killed["worker"] = w
+                    return
+                time.sleep(0.02)
+
+    th = threading.Thread(target=kill_one)
+    th.start()
+    rc = main(["emu", "sweep", str(p), "--transports", "roce-ecmp,mrc", "--seeds", "1-4", "--scheduler", scheduler,
+               "--out", str(out), "--no-plots", "--no-progress"])
+    th.join()
+    assert killed, "no worker was busy with a cell"
+    assert rc == 0
+    df = pd.read_parquet(out / "sweep.parquet")
+    assert len(df) == 8 and set(df["status"]) == {"ok"}
+    assert all((out / r / "summary.json").exists() for r in df["results"])
+    with Client(scheduler, timeout="30s") as c:  # the nanny replaced the worker
+        c.wait_for_workers(2, timeout=60)
+
+
+def test_ctrl_c_leaves_a_valid_partial_table_and_resume_finishes(tmp_path):
+    p = _scenario(tmp_path, TINY.replace("size_bytes = 20000", "size_bytes = 2000000"))
+    out = tmp_path / "sw"
+    cmd = [sys.executable, "-m", "mrc", "emu", "sweep", str(p), "--seeds", "1-40", "--workers", "1",
+           "--out", str(out), "--no-plots", "--no-progress"]
+    proc = subprocess.Popen(cmd, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0 = time.time()
+    while not (out / "sweep.parquet").exists():
+        assert proc.poll() is None and time.time() - t0 < 120, proc.stderr.read() if proc.poll() is not None else ""
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    df = pd.read_parquet(out / "sweep.parquet")
+    assert 1 <= len(df) < 40 and set(df["status"]) == {"ok"}
+    assert list(pd.read_csv(out / "sweep.csv")["key"]) == list(df["key"])
+    done = len(df)
+    from mrc.emulator import sweep
+
+    lines = []
+    full = sweep(out / "sweep.toml", out=out, resume=True, workers=1, plots=False, echo=lines.append)
+    assert len(full) == 40 and set(full["status"]) == {"ok"}
+    assert any(f"{done} already done, {40 - done} to run" in line for line in lines)
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def test_seeds_and_grid_parsing():
+    assert spec.parse_seeds("1-3,7,2") == [1, 2, 3, 7]
+    for bad in ("", "3-1", "x", "-4"):
+        with pytest.raises(ConfigError, match="--seeds"):
+            spec.parse_seeds(bad)
+    assert spec.parse_grid(["switch.queue_bytes=1,2", "transport.lossless=true,false"]) == {
+        "switch.queue_bytes": [1, 2], "transport.lossless": [True, False]}
+    for bad, what in ((["seed=1,2"], "--seeds"), (["transport.name=a,b"], "--transports"), (["x"], "KEY=V1"),
+                      (["a=1", "a=2"], "twice"), (["a=1,1"], "twice"), (["a="], "at least one")):
+        with pytest.raises(ConfigError, match=what):
+            spec.parse_grid(bad)
+
+
+def test_cell_keys_follow_scenario_transport_seed_and_code(tmp_path):
+    sw = spec.make(str(_scenario(tmp_path)), "roce-ecmp,mrc", "1-2", ["workload.size_bytes=1000,2000"])
+    a = sw.cells("v1")
+    assert len(a) == 8 and len({c.key for c in a}) == 8
+    assert [c.key for c in sw.cells("v1")] == [c.key for c in a]
+    assert not {c.key for c in sw.cells("v2")} & {c.key for c in a}
+    assert [c.seed for c in a] == [1] * 4 + [2] * 4  # seeds outermost
+    assert a[1].data["transport"] == {"name": "mrc"} and a[2].data["workload"]["size_bytes"] == 2000
+    # sweep.toml holds the whole definition
+    (tmp_path / "sweep.toml").write_text(spec.dump(sw))
+    assert [c.key for c in spec.make(str(tmp_path / "sweep.toml")).cells("v1")] == [c.key for c in a]
+
+
+def test_cell_keys_follow_the_content_of_a_cm_file(tmp_path):
+    (tmp_path / "m.cm").write_text("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 1000\n")
+    text = TINY.replace('kind = "permutation"\nsize_bytes = 20000\n', 'kind = "cm"\nfile = "m.cm"\n')
+    sw = spec.make(str(_scenario(tmp_path, text)), None, "1")
+    k1 = sw.cells("v")[0].key
+    (tmp_path / "m.cm").write_text("Nodes 4\nConnections 1\n0->1 id 1 start 0 size 2000\n")
+    assert sw.cells("v")[0].key != k1 and "m.cm" in sw.files()
+
+
+def test_bootstrap_interval():
+    med, lo, hi = stats.median_ci([5.0] * 10)
+    assert med == lo == hi == 5.0
+    x = np.arange(1, 11, dtype=float)
+    med, lo, hi = stats.median_ci(x)
+    assert med == 5.5 and 1 <= lo < med < hi <= 10
+    assert stats.median_ci(x) == (med, lo, hi)  # fixed resampling seed
+    assert math.isnan(stats.median_ci([3.0])[1]) and math.isnan(stats.median_ci([])[0])
+    assert stats.median_ci([1.0, 2.0, np.nan, 3.0])[0] == 2.0
+    assert stats.median_ci([1.0, np.inf, np.inf])[0] == np.inf
+
+
+def test_never_rerouted_counts_as_infinitely_late():
+    df = pd.DataFrame({"status": ["ok", "ok", "ok", "error"], "transport": ["a"] * 4,
+                       "failure0_affected_flows": [3, 3, 3, None], "failure0_off_99_us": [10.0, None, None, None],
+                       "failure0_min_goodput_gbps": [5.0, 4.0, None, None],
+                       "failure0_goodput_recovered_us": [20.0, None, None, None]})
+    v = stats.metric_values(df, "failure0_off_99_us")
+    assert list(v[:1]) == [10.0] and np.isinf(v[1:]).all() and len(v) == 3
+    g = stats.metric_values(df, "failure0_goodput_recovered_us")  # no measured fall: not "never"
+    assert g[0] == 20.0 and np.isinf(g[1]) and np.isnan(g[2])
+    st = stats.summarize(df, [], ["failure0_off_99_us"])
+    assert np.isinf(st["median"][0]) and "never" in stats.text(st, [])
+
+
+def test_flatten_names_and_table_round_trip(tmp_path):
+    s = {"fct_us": {"p50": 1.0, "p99": None}, "slowdown": {"p50": 1.1}, "flows": {"total": 2, "completed": 2},
+         "outcome": {"failed": 0, "unfinished": 0, "reasons": {}}, "cct_us": [3.0, 5.0],
+         "collectives": [{"cct_us": 3.0}, {"cct_us": 5.0}],
+         "jobs": [{"index": 0, "kind": "incast", "flows": 1}, {"index": 1, "kind": "permutation", "flows": 1}],
+         "victims": [{"flow": 1, "fct_us": 9.0, "gbps": 40.0, "slowdown": 2.0}],
+         "reroute": [{"index": 0, "affected_flows": 1, "first_steered_away_us": 0.5, "off_99_us": None,
+                      "goodput_recovered_us": 2.0, "pre_fault_goodput_gbps": 1.0, "min_goodput_gbps": 0.5}]}
+    row = cell.flatten(s)
+    assert row["fct_us_p50"] == 1.0 and row["fct_us_p99"] is None and row["cct_us_max"] == 5.0
+    assert row["job1_kind"] == "permutation" and row["victim_gbps"] == 40.0
+    assert row["failure0_first_steered_away_us"] == 0.5 and row["failure0_off_99_us"] is None
+    df = TB.frame([{"cell": 1, "key": "b", "seed": 2, "status": "ok", **row},
+                   {"cell": 0, "key": "a", "seed": 1, "status": "error", "error": "x"}], [])
+    TB.write(df, tmp_path)
+    back = TB.read(tmp_path)
+    assert list(back["cell"]) == [0, 1] and back["fct_us_p50"][1] == 1.0 and back["error"][0] == "x"
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_bad_sweep_arguments_exit_2_naming_them(tmp_path, capsys):
+    p = _scenario(tmp_path)
+    assert main(["emu", "sweep", str(p), "--transports", "nope", "--out", str(tmp_path / "o")]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert main(["emu", "sweep", str(p), "--set", "switch.bufer=1", "--out", str(tmp_path / "o")]) == 2
+    assert "switch.bufer" in capsys.readouterr().err
+    assert main(["emu", "sweep", str(p), "--seeds", "9-1", "--out", str(tmp_path / "o")]) == 2
+    assert main(["emu", "sweep", str(p), "--workers", "0", "--out", str(tmp_path / "o")]) == 2
+    assert main(["emu", "sweep", str(p), "--cell-timeout", "-1", "--out", str(tmp_path / "o")]) == 2
+    assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
+    assert "--scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+
+
+def test_hostile_sweep_files_and_input_files_are_refused(tmp_path, capsys):
+    bad = tmp_path / "sweep.toml"
+    bad.write_text('[sweep]\nseeds = "1-3"\n[scenario]\nname = "x"\n')
+    with pytest.raises(ConfigError, match="sweep.seeds"):
+        spec.load(bad)
+    bad.write_text("[sweep]\nseeds = [1]\n")
+    assert main(["emu", "sweep", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert "[scenario]" in capsys.readouterr().err
+    # a workload file named outside the scenario's directory is not written anywhere on a worker
+    with pytest.raises(ValueError, match="not a relative path"):
+        cell._materialise({"../../escape.cm": b"Nodes 2\n"})
+    res = cell.run_cell({"data": {"name": "x"}, "name": "x", "files": {"/abs.cm": b""}, "code_version": None})
+    assert res["row"]["status"] == "error" and "not a relative path" in res["row"]["error"]
