@@ -29,6 +29,22 @@ def register(parser):
     c.add_argument("--transports", required=True, help="comma-separated transport names (e.g. roce-ecmp,"
                    "roce-ecmp:lossless=false)")
     c.set_defaults(func=cmd_compare)
+    lo = sub.add_parser("localize", help="localise failed and gray elements from a run's EV events",
+                        description="Redo the controller's fault localisation offline from an MRC run's results "
+                        "directory (ev_events.csv, ev_paths.csv, flows.csv, summary.json): ranked suspects with "
+                        "score and evidence, and each failure's time to localise.")
+    lo.add_argument("dir", help="results directory of an MRC run")
+    lo.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    lo.add_argument("--min-pairs", type=int, default=None, help="host pairs a suspect needs (default 2)")
+    lo.add_argument("--window-us", type=float, default=None, help="only events this recent (default: all)")
+    lo.set_defaults(func=cmd_localize)
+    rp = sub.add_parser("report", help="write report.html: an interactive page of a run or of several runs",
+                        description="Write one self-contained report.html (plotly; opens without a server) for a "
+                        "results directory: one run, a directory of runs (compare, demo) or a sweep (DIR/cells/*).")
+    rp.add_argument("dir", help="results directory")
+    rp.add_argument("--out", help="output file (default DIR/report.html)")
+    rp.add_argument("--qps", help="QPs whose EV states to draw, comma-separated (default: the 8 with most EV events)")
+    rp.set_defaults(func=cmd_report)
     ls = sub.add_parser("list", help="list the scenario library", description="List the scenarios shipped with "
                         "the package (run them by name).")
     ls.set_defaults(func=cmd_list)
@@ -41,7 +57,12 @@ def _common(p):
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key, e.g. --set switch.queue_bytes=100000 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--no-plots", action="store_true", help="do not write plots and report.html")
+    p.add_argument("--plot-format", default="png", help="plot formats: png, pdf, svg or several, comma-separated "
+                   "(default png; PNG at 300 dpi)")
+    p.add_argument("--capture", metavar="PORTS", help="capture the packets leaving these ports into "
+                   "capture.pcapng (comma-separated names or patterns: p0.t1.3:d5, h0, 'p*.t0.*:up*'; window and "
+                   "budget: --set capture.start_us=.. capture.end_us=.. capture.max_packets=..)")
 
 
 def _progress(args) -> bool:
@@ -73,13 +94,25 @@ def _default_out(args, name):
     return pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name
 
 
-def cmd_run(args) -> int:
-    from mrc.emulator import results, scenario, sim
+def _sets(args) -> list:
+    """The --set overrides plus --capture (as ``capture.ports``)."""
+    sets = list(args.sets)
+    if args.capture is not None:
+        ports = [p.strip() for p in args.capture.split(",") if p.strip()]
+        if not ports:
+            raise ConfigError("--capture", args.capture, "give port names or patterns, e.g. h0,p0.t1.3:d5")
+        sets.append("capture.ports=" + json.dumps(ports))
+    return sets
 
-    sc = scenario.load(args.scenario, seed=args.seed, sets=args.sets)
+
+def cmd_run(args) -> int:
+    from mrc.emulator import localize, plots, results, scenario, sim
+
+    sc = scenario.load(args.scenario, seed=args.seed, sets=_sets(args))
     out = _default_out(args, sc.name)
+    formats = plots.check_formats(args.plot_format)
     data = sim.Simulation(sc).run(progress=_progress(args))
-    s = results.write(data, out, plots_too=False if args.no_plots else None)
+    s = results.write(data, out, plots_too=False if args.no_plots else None, plot_formats=formats)
     print(_table([_row(sc.transport_name, s)]))
     sim_s = s["sim"]
     print(f"simulated {sim_s['sim_time_us']:,.1f} us in {sim_s['wall_s']:.2f} s: {sim_s['events']:,} events, "
@@ -87,6 +120,13 @@ def cmd_run(args) -> int:
           f"peak RSS {sim_s['peak_rss_mb']:.0f} MB")
     if s["outcome"]["reasons"]:
         print("not completed: " + ", ".join(f"{n} {k}" for k, n in s["outcome"]["reasons"].items()))
+    if data.localization and (data.localization["verdict"]["suspects"] or data.localization["failures"]):
+        print("fault localisation (from EV events):")
+        print("\n".join(localize.lines(data.localization)))
+    if s.get("capture"):
+        c = s["capture"]
+        print(f"captured {c['packets']:,} packets on {len(c['ports'])} port(s) into {out / c['file']}"
+              + (f" ({c['missed']:,} more past the budget of {c['max_packets']:,})" if c["missed"] else ""))
     print(f"results: {out}")
     return 0
 
@@ -110,11 +150,12 @@ def parse_transport(spec: str) -> tuple[str, dict]:
 def cmd_compare(args) -> int:
     from mrc.emulator import metrics, plots, results, scenario, sim
 
+    formats = plots.check_formats(args.plot_format)
     specs = [s for s in args.transports.split(",") if s.strip()]
     if not specs:
         raise ConfigError("--transports", args.transports, "give at least one transport")
     base, name, base_dir = scenario.read(args.scenario)
-    scenario.apply_sets(base, args.sets)
+    scenario.apply_sets(base, _sets(args))
     if args.seed is not None:
         base["seed"] = args.seed
     out = _default_out(args, name)
@@ -129,20 +170,53 @@ def cmd_compare(args) -> int:
         run = sim.Simulation(sc).run(progress=_progress(args))
         label = spec.strip()
         s = results.write(run, out / label.replace(":", "_").replace("=", "-"),
-                          plots_too=False if args.no_plots else None)
+                          plots_too=False if args.no_plots else None, plot_formats=formats)
         summaries[label] = s
         tables[label] = metrics.flow_table(run)
         rows.append(_row(label, s))
     print(_table(rows))
     out.mkdir(parents=True, exist_ok=True)
     if not args.no_plots:
-        plots.fct_cdf(tables, out / "fct_cdf.png", name)
+        plots.fct_cdf(tables, out / "fct_cdf.png", name, formats=formats)
+        from mrc.emulator import report
+
+        report.write(out)
     (out / "compare.json").write_text(json.dumps({k: {kk: v[kk] for kk in ("fct_us", "slowdown", "flows", "cct_us")}
                                                   for k, v in summaries.items()}, indent=2) + "\n")
     results.write_csv(out / "compare.csv", {h: [r[k] for r in rows] for k, h in enumerate(
         ["transport", "flows_done", "fct_p50_us", "fct_p99_us", "fct_p999_us", "fct_max_us", "slowdown_p50",
          "slowdown_p99", "cct_max_us"])})
     print(f"results: {out}")
+    return 0
+
+
+def cmd_localize(args) -> int:
+    from mrc.ctl_localize import Params
+    from mrc.emulator import localize
+
+    kw = {k: v for k, v in (("min_pairs", args.min_pairs), ("window_us", args.window_us)) if v is not None}
+    rec = localize.from_dir(args.dir, Params(**kw).check())
+    if args.json:
+        print(json.dumps(rec, indent=2))
+        return 0
+    v = rec["verdict"]
+    print(f"{rec['events']} EV events, {v['bad_paths']} bad paths ({v['unexplained']} unexplained), "
+          f"{rec['paths']} paths in use")
+    print("\n".join(localize.lines(rec)) or "  no suspect")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from mrc.emulator import report
+
+    qps = None
+    if args.qps:
+        try:
+            qps = [int(x) for x in args.qps.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError("--qps", args.qps, "comma-separated QP numbers") from None
+    path = report.write(args.dir, args.out, qps=qps)
+    print(f"report: {path}")
     return 0
 
 

@@ -104,6 +104,17 @@ def _transfer(args) -> int:
 
     from mrc.io.endpoint import unwrapped
 
+    if args.pairs:
+        from mrc.io.localize import print_several, run_several
+
+        with unwrapped():
+            report = trio.run(run_several, args)
+        if args.json:
+            json.dump(report, sys.stdout, indent=1)
+            print()
+        else:
+            print_several(report)
+        return 0 if report["verified"] else 1
     with unwrapped():
         report = trio.run(run_from_args, args)
     if args.json:
@@ -179,6 +190,10 @@ def register(parser) -> None:
     g.add_argument("--fail-link", metavar="NODE:IFNAME", help="take this link down during the transfer, e.g. p0.t0.0:u1")
     g.add_argument("--fail-at", type=float, default=50.0, metavar="MS", help="when, after the first write (default 50)")
     g.add_argument("--restore-at", type=float, default=None, metavar="MS", help="bring it back up then (default: never)")
+    g.add_argument("--pairs", metavar="SRC:DST,...", help="several transfers at once (each host in one pair), "
+                   "e.g. h0:h2,h1:h4,h3:h5; the controller then localises the faults from their EV events")
+    g.add_argument("--netem-link", metavar="NODE:IFNAME", help="with --pairs: tc netem loss on this link (both ends)")
+    g.add_argument("--netem-loss", type=float, metavar="PCT", help="with --netem-link: the loss percentage")
     g.add_argument("--settle-s", type=float, default=5.0, help="after the restore, wait this long at most for the EVs "
                    "to be GOOD again (default 5)")
     g = p.add_argument_group("protocol (software endpoints are slower than a NIC: these defaults suit them)")
