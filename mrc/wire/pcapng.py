@@ -10,8 +10,8 @@ per ``(interface, time, bytes)``, times in units of 10^-`tsresol` s (the emulato
 `read_packets(path)` yields ``(index, time_ns, ip_bytes or DecodeError, interface)``
 for pcapng and classic pcap alike. pcapng is read by scapy's maintained reader
 (`scapy.utils.RawPcapReader`, which picks its pcapng reader by the magic); classic pcap
-by `mrc.wire.pcap.read_pcap`. A pcapng block scapy cannot read ends the file with a
-`DecodeError` record, never an exception in the middle of a loop.
+by `mrc.wire.pcap.read_pcap`. A pcapng block scapy cannot read (it stops there, as at the end)
+ends the listing with a `DecodeError` record naming the byte offset, never an exception.
 """
 from __future__ import annotations
 
@@ -95,49 +95,39 @@ def read_packets(path: str | os.PathLike) -> Iterator[tuple[int, int, bytes | De
 
 
 def _read_pcapng(path) -> Iterator[tuple[int, int, bytes | DecodeError, str | None]]:
-    import logging
+    import os
 
     from scapy.error import Scapy_Exception
     from scapy.utils import RawPcapReader
 
     from mrc.wire.pcap import _unwrap
 
-    log = logging.getLogger("scapy.runtime")
-    warnings: list[str] = []
-
-    class _Keep(logging.Handler):  # scapy reports a malformed block by a warning, then stops
-        def emit(self, record):
-            warnings.append(record.getMessage())
-
-    keep = _Keep(logging.WARNING)
-    log.addHandler(keep)
-    index = 0
+    size = os.path.getsize(path)
     try:
-        try:
-            reader = RawPcapReader(str(path))
-        except Scapy_Exception as exc:
-            yield 0, 0, DecodeError("pcapng", "header", str(exc)), None
-            return
-        with reader:
-            while True:
-                try:
-                    frame, meta = reader._read_packet()
-                except EOFError:
-                    break
-                except (Scapy_Exception, struct.error, ValueError, OverflowError) as exc:
-                    yield index, 0, DecodeError("pcapng", "block", str(exc)), None
-                    return
-                res = int(meta.tsresol) or 1_000_000
-                ticks = (int(meta.tshigh) << 32) | int(meta.tslow)
-                t = ticks * 1_000_000_000 // res
-                ifname = meta.ifname.decode(errors="replace") if isinstance(meta.ifname, bytes) else meta.ifname
-                try:
-                    yield index, t, _unwrap(int(meta.linktype), frame), ifname
-                except DecodeError as exc:
-                    yield index, t, exc, ifname
-                index += 1
-    finally:
-        log.removeHandler(keep)
-    bad = [w for w in warnings if "PcapNg" in w]
-    if bad:
-        yield index, 0, DecodeError("pcapng", "block", bad[0]), None
+        reader = RawPcapReader(str(path))
+    except Scapy_Exception as exc:
+        yield 0, 0, DecodeError("pcapng", "header", str(exc)), None
+        return
+    index = 0
+    with reader:
+        while True:
+            at = reader.f.tell()
+            try:
+                frame, meta = reader._read_packet()
+            except EOFError:
+                # scapy stops at the end, and also (after a warning) at a block it cannot read: tell them apart
+                if at != size:
+                    yield index, 0, DecodeError("pcapng", "block", f"unreadable block at byte {at} of {size}"), None
+                return
+            except (Scapy_Exception, struct.error, ValueError, OverflowError) as exc:
+                yield index, 0, DecodeError("pcapng", "block", str(exc)), None
+                return
+            res = int(meta.tsresol) or 1_000_000
+            ticks = (int(meta.tshigh) << 32) | int(meta.tslow)
+            t = ticks * 1_000_000_000 // res
+            ifname = meta.ifname.decode(errors="replace") if isinstance(meta.ifname, bytes) else meta.ifname
+            try:
+                yield index, t, _unwrap(int(meta.linktype), frame), ifname
+            except DecodeError as exc:
+                yield index, t, exc, ifname
+            index += 1
