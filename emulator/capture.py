@@ -95,15 +95,12 @@ class CaptureConfig:
         return bool(self.ports)
 
 
-_SHORT = re.compile(r":(d|u)(\d+)$")
+_SHORT = re.compile(r":(d(?!own)|u(?!p))")
 
 
 def _long(name: str) -> str:
-    """``p0.t1.3:d5`` -> ``p0.t1.3:down5`` (the `Topology.port_name` spelling)."""
-    m = _SHORT.search(name)
-    if not m:
-        return name
-    return name[: m.start()] + (":down" if m.group(1) == "d" else ":up") + m.group(2)
+    """``p0.t1.3:d5`` -> ``p0.t1.3:down5``, ``p*.t0.*:u*`` -> ``p*.t0.*:up*`` (`Topology.port_name` spelling)."""
+    return _SHORT.sub(lambda m: ":down" if m.group(1) == "d" else ":up", name)
 
 
 def port_names(topo) -> list[str]:
@@ -112,8 +109,10 @@ def port_names(topo) -> list[str]:
 
 def select_ports(topo, patterns, key: str = "capture.ports") -> tuple[int, ...]:
     """Port ids named by `patterns` (a list of names or shell patterns); `ConfigError` naming `key` on a miss."""
+    from mrc.errors import UsageError
+
     if isinstance(patterns, str):
-        patterns = [p for p in patterns.split(",")]
+        patterns = patterns.split(",")
     if not isinstance(patterns, (list, tuple)) or not patterns:
         raise ConfigError(key, patterns, "a list of port names or patterns, e.g. [\"p0.t1.3:d5\", \"h0\", \"p*.t0.*:up*\"]")
     names = port_names(topo)
@@ -122,36 +121,27 @@ def select_ports(topo, patterns, key: str = "capture.ports") -> tuple[int, ...]:
     for pat in patterns:
         if not isinstance(pat, str) or not pat.strip():
             raise ConfigError(key, pat, "a port name or pattern (a non-empty string)")
-        pat = pat.strip()
+        pat = _long(pat.strip())
         if any(ch in pat for ch in "*?["):
             full = pat if ":" in pat else pat + ":*"  # a pattern of nodes: all their ports
-            if ":" in pat:
-                head, _, tail = pat.rpartition(":")
-                tail = {"d": "down", "u": "up"}.get(tail[:1], "") + tail[1:] if tail[:1] in ("d", "u") and \
-                    not tail.startswith(("down", "up")) else tail
-                full = f"{head}:{tail}"
             hit = [q for q, n in enumerate(names) if fnmatch.fnmatchcase(n, full)]
             if not hit:
-                raise ConfigError(key, pat, "matches no port of this fabric (ports are named like "
-                                  f"{names[0]}, {names[-1]})")
+                raise ConfigError(key, pat, f"matches no port of this fabric (ports are named like {names[0]}, "
+                                  f"{names[-1]})")
             out.update(hit)
-            continue
-        if ":" in pat:
-            q = index.get(_long(pat))
-            if q is None:
+        elif ":" in pat:
+            if pat not in index:
                 raise ConfigError(key, pat, f"no such port (ports are named like {names[0]}, {names[-1]}, "
                                   "or p0.t1.3:d5 for down5)")
-            out.add(q)
-            continue
-        from mrc.errors import UsageError
-
-        try:
-            node = topo.parse_node(pat)
-        except UsageError as exc:
-            raise ConfigError(key, pat, str(exc)) from None
-        n = topo.node[node]
-        start = int(n["port_start"])
-        out.update(range(start, start + int(n["n_down"]) + int(n["n_up"])))
+            out.add(index[pat])
+        else:
+            try:
+                node = topo.parse_node(pat)
+            except UsageError as exc:
+                raise ConfigError(key, pat, str(exc)) from None
+            n = topo.node[node]
+            start = int(n["port_start"])
+            out.update(range(start, start + int(n["n_down"]) + int(n["n_up"])))
     return tuple(sorted(out))
 
 

@@ -77,6 +77,8 @@ class Params:
     alpha: float = 0.01  # its bad paths must be this unlikely as noise (binomial tail at the rate elsewhere)
     window_us: float | None = None  # only events this recent (None: all)
     down_still: float = 0.5  # share of its bad paths still ASSUMED_BAD that makes a suspect "down"
+    down_ratio: float = 0.8  # an outage: this share of the element's paths in use still ASSUMED_BAD ...
+    outage_us: float = 0.0  # ... each for at least this long while its QPs went on (real endpoints: noise recovers)
     burst_gap_us: float = 20.0  # an element's bad events further apart than this are separate bursts
     congestion_ratio: float = 10.0  # marks + trims on its bad paths per loss on them: congestion, not a fault
     congestion_min: float = 0.01  # ... with at least this many marks + trims per packet sent on them
@@ -91,7 +93,7 @@ class Params:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"localize.{k}", v, "must be an integer >= 1")
-        for k in ("alpha", "down_still", "burst_gap_us", "congestion_ratio", "congestion_min", "degraded_ratio",
+        for k in ("alpha", "down_still", "down_ratio", "outage_us", "burst_gap_us", "congestion_ratio", "congestion_min", "degraded_ratio",
                   "degraded_min"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
@@ -317,20 +319,45 @@ class Localizer:
         u = np.bincount(np.concatenate(used_elems) if used_elems else np.zeros(0, np.int64), minlength=n_el)
         # congestion rates per path (when counters are known)
         rate_all, path_rate = self._mark_rates()
-        remaining = set(range(len(bad_keys)))
         n_used = len(uk)
+        # still ASSUMED_BAD, for `outage_us` at least while its host pair's QPs went on (their last event)
+        pair_last: dict[tuple[int, int], int] = {}
+        for a_, b_, tt in zip(lo.tolist(), hi.tolist(), ev["t"].tolist()):
+            pair_last[(a_, b_)] = tt
+        hold = int(self.p.outage_us * 1e6)
+        stuck = [i for i, k in enumerate(bad_keys) if paths[k]["state"] == EV_ASSUMED_BAD
+                 and paths[k]["last"] <= pair_last[(k[0], k[1])] - hold]
+        # pass 1, outages: the paths still ASSUMED_BAD (probes fail), explained by elements most of whose
+        # paths are; pass 2, everything that went bad in the window and is not explained yet
         suspects: list[Suspect] = []
+        remaining = set(range(len(bad_keys)))
+        for pool, min_ratio in ((stuck, self.p.down_ratio), (sorted(remaining), 0.0)):
+            pool = [i for i in pool if i in remaining]
+            for e, expl in self._greedy(pool, bad_elems, bad_keys, u, n_used, n_el, min_ratio):
+                all_through = [i for i in range(len(bad_keys)) if e in set(bad_elems[i].tolist())]
+                suspects.append(self._suspect(e, all_through, bad_keys, paths, ev, int(u[e]), rate_all, path_rate))
+                remaining -= set(expl)
+        suspects += self._degraded(rate_all, {s.element for s in suspects}, t_us)
+        unexplained = len(remaining)
+        suspects.sort(key=lambda s: (not s.blamed, -s.bad_paths, -s.score, s.element))
+        return Verdict(t_us, tuple(suspects), len(bad_keys), unexplained)
+
+    def _greedy(self, pool, bad_elems, bad_keys, u, n_used, n_el, min_ratio):
+        """Greedy explanation of the bad paths `pool` (indices): yields (element, paths it explains)."""
+        if not pool:
+            return
+        b_all = np.bincount(np.concatenate([bad_elems[i] for i in pool]), minlength=n_el)
+        ratio = b_all / np.maximum(u, 1)
+        remaining = set(pool)
         while remaining:
             rem = sorted(remaining)
             flat = np.concatenate([bad_elems[i] for i in rem])
             if not len(flat):
-                break
+                return
             b_rem = np.bincount(flat, minlength=n_el)
-            b_all = np.bincount(np.concatenate(bad_elems), minlength=n_el)
-            ratio = b_all / np.maximum(u, 1)
             # explained bad paths weighted by how many of the element's paths went bad: a link before the
-            # switches at its ends (which carry healthy paths too), a switch before one of its links
-            # when the bad paths cross several of its links
+            # switches at its ends (which carry healthy paths too), a switch before one of its links when
+            # the bad paths cross several of its links
             key = b_rem * ratio
             order = np.lexsort((np.arange(n_el), -ratio, -key))
             pick = None
@@ -338,28 +365,23 @@ class Localizer:
                 e = int(e)
                 if b_rem[e] < self.p.min_paths:
                     continue
+                if ratio[e] < min_ratio:
+                    continue
                 expl = [i for i in rem if e in set(bad_elems[i].tolist())]
                 pairs = {(bad_keys[i][0], bad_keys[i][1]) for i in expl}
                 if len(pairs) < self.p.min_pairs:
                     continue
                 # more bad paths than the noise elsewhere explains: binomial tail at the rate of bad
                 # paths among the paths that avoid the element
-                base = (len(bad_keys) - b_all[e]) / max(n_used - u[e], 1)
+                base = (len(pool) - b_all[e]) / max(n_used - u[e], 1)
                 if _tail(int(b_all[e]), int(max(u[e], b_all[e])), max(base, 0.5 / n_used)) > self.p.alpha:
                     continue
                 pick = (e, expl)
                 break
             if pick is None:
-                break
-            e, expl = pick
-            # all bad paths through e (also those explained before) make its score
-            all_through = [i for i in range(len(bad_keys)) if e in set(bad_elems[i].tolist())]
-            suspects.append(self._suspect(e, all_through, bad_keys, paths, ev, int(u[e]), rate_all, path_rate))
-            remaining -= set(expl)
-        suspects += self._degraded(rate_all, {s.element for s in suspects}, t_us)
-        unexplained = len(remaining)
-        suspects.sort(key=lambda s: (not s.blamed, -s.bad_paths, -s.score, s.element))
-        return Verdict(t_us, tuple(suspects), len(bad_keys), unexplained)
+                return
+            yield pick
+            remaining -= set(pick[1])
 
     def _mark_rates(self):
         """Marks + trims per packet over every path in use, and per path key (marks + trims, losses, packets)."""

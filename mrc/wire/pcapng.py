@@ -108,16 +108,25 @@ def _read_pcapng(path) -> Iterator[tuple[int, int, bytes | DecodeError, str | No
     except Scapy_Exception as exc:
         yield 0, 0, DecodeError("pcapng", "header", str(exc)), None
         return
+    # scapy ends the file with EOFError both at its end and (after a rate-limited warning) at a block it
+    # cannot read: note where each block read starts; a clean end starts a read at the end of the file
+    read_block = reader._read_block
+    last = {"at": 0}
+
+    def _read_block(*a, **kw):
+        last["at"] = reader.f.tell()
+        return read_block(*a, **kw)
+
+    reader._read_block = _read_block
     index = 0
     with reader:
         while True:
-            at = reader.f.tell()
             try:
                 frame, meta = reader._read_packet()
             except EOFError:
-                # scapy stops at the end, and also (after a warning) at a block it cannot read: tell them apart
-                if at != size:
-                    yield index, 0, DecodeError("pcapng", "block", f"unreadable block at byte {at} of {size}"), None
+                if last["at"] != size:
+                    yield index, 0, DecodeError("pcapng", "block", f"unreadable block at byte {last['at']} of "
+                                                f"{size}"), None
                 return
             except (Scapy_Exception, struct.error, ValueError, OverflowError) as exc:
                 yield index, 0, DecodeError("pcapng", "block", str(exc)), None

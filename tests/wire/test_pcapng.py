@@ -58,6 +58,14 @@ def test_malformed_pcapng_ends_in_a_decode_error(tmp_path):
         assert all(isinstance(x[2], bytes) for x in got[:-1]), name
 
 
+def test_trailing_blocks_that_are_not_packets_are_not_errors(tmp_path):
+    _write(tmp_path / "a.pcapng")
+    isb = struct.pack("<III", 5, 24, 0) + struct.pack("<II", 0, 0) + struct.pack("<I", 24)  # an interface statistics block
+    (tmp_path / "b.pcapng").write_bytes((tmp_path / "a.pcapng").read_bytes() + isb)
+    got = list(read_packets(tmp_path / "b.pcapng"))
+    assert len(got) == 6 and all(isinstance(x[2], bytes) for x in got)
+
+
 def test_write_checks_its_arguments(tmp_path):
     with pytest.raises(ValueError):
         write_pcapng(tmp_path / "x", [("a", "")], [(1, 0, b"x")])
