@@ -109,17 +109,33 @@ class Live:
         self.seen = 0
         self.live_paths = n_path_rows(T) <= self.cfg.paths_limit
         self.verdicts = 0
+        self.ports = T.mrc_host["local_ports"].copy()  # what each host knows of its own NIC ports
+        self.n_planes = int(sc.topo.n_planes)
+
+    def _port_events(self, T, t: int) -> bool:
+        """NIC port changes the hosts saw since the last chunk (timed at the chunk: the host knows at once,
+        this analysis looks once per chunk)."""
+        now = T.mrc_host["local_ports"]
+        changed = np.flatnonzero(now != self.ports)
+        for h in changed.tolist():
+            diff = int(now[h]) ^ int(self.ports[h])
+            for p in range(self.n_planes):
+                if diff >> p & 1:
+                    self.loc.add_port_event(t, h, p, bool(int(now[h]) >> p & 1))
+        self.ports = now.copy()
+        return len(changed) > 0
 
     def step(self, T, E, t: int) -> None:
         from mrc.emulator.transports import mrcctl
 
+        ports = self._port_events(T, t)
         n = int(T.mrc_s[mrcctl.MS_EVLOG_N])
-        if n <= self.seen:
+        if n <= self.seen and not ports:
             return
         new = T.mrc_evlog[self.seen:n]
         self.seen = n
         self.loc.add_events(*events_of(new, E.flow))
-        if not np.any(new["state"] == CL.EV_ASSUMED_BAD):
+        if not ports and not np.any(new["state"] == CL.EV_ASSUMED_BAD):
             return
         if self.live_paths:
             self.loc.set_paths(paths_table(T, E))
@@ -140,6 +156,8 @@ def record(loc: CL.Localizer, v: CL.Verdict, failures: list, params: CL.Params, 
     named = {name: (at, loc.first_verdict[name].ports) for name, at in loc.named_at.items()}
     ttl = CL.time_to_localise(named, failures)
     return {
+        "port_events": [{"t_us": t / 1e6, "host": h, "plane": p, "state": "up" if up else "down"}
+                        for t, h, p, up in loc.port_events],
         "live": live,
         "params": dataclasses.asdict(params),
         "verdict": v.as_dict(),
@@ -246,6 +264,12 @@ def from_dir(path, params: CL.Params | None = None) -> dict:
         except (ValueError, KeyError) as exc:
             raise ConfigError("ev_paths.csv", str(d / "ev_paths.csv"), f"malformed: {exc}") from None
     loc.set_paths(paths)
+    if (d / "localization.json").is_file():  # the hosts' NIC port changes, as the live run recorded them
+        try:
+            for pe in json.loads((d / "localization.json").read_text()).get("port_events", []):
+                loc.add_port_event(int(round(pe["t_us"] * 1e6)), int(pe["host"]), int(pe["plane"]), pe["state"] == "up")
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ConfigError("localization.json", str(d / "localization.json"), f"malformed: {exc}") from None
     end = int(round(float(summ["sim"]["sim_time_us"]) * 1e6))
     loc.update(end)
     return record(loc, loc.verdict(end), fails, loc.p, paths, live=False)

@@ -118,6 +118,8 @@ class Suspect:
     ports: tuple[int, ...]  # fabric ports of the element (both ends of a link; every port of a switch)
     evidence: tuple[dict, ...] = ()
     marks_per_pkt: float | None = None
+    source: str = "ev"  # "ev": EV events and paths; "port": the hosts' own NIC port states; "counters"
+    decided_us: float | None = None  # "port": when the port events that make it were all in
 
     @property
     def blamed(self) -> bool:
@@ -188,6 +190,7 @@ class Localizer:
         self.p = (params or Params(**kw)).check() if not (params and kw) else dataclasses.replace(params, **kw).check()
         self.events = np.zeros(0, EVENTS)
         self._pending: list[np.ndarray] = []
+        self.port_events: list[tuple[int, int, int, bool]] = []  # (t ps, host, plane, up)
         self.paths = np.zeros(0, PATHS)
         self._route_cache: dict[tuple[int, int, int], np.ndarray] = {}
         self.named_at: dict[str, float] = {}  # element -> first time (us) blamed, by `update`
@@ -217,6 +220,47 @@ class Localizer:
             raise UsageError(f"event {k}: hosts {rows['a'][k]}, {rows['b'][k]}: the fabric's hosts are 0..{nh - 1}")
         if n:
             self._pending.append(rows)
+
+    def add_port_event(self, t: int, host: int, plane: int, up: bool) -> None:
+        """A host's NIC port on `plane` went down (or up) at `t` ps: what the host's controller knows of its own
+        ports (the NIC sees its link; peers learn it by the port status update, not by EV events)."""
+        if not 0 <= host < self.topo.n_hosts or not 0 <= plane < self.topo.n_planes:
+            from mrc.errors import UsageError
+
+            raise UsageError(f"port event: host {host}, plane {plane}: hosts are 0..{self.topo.n_hosts - 1}, "
+                             f"planes 0..{self.topo.n_planes - 1}")
+        self.port_events.append((int(t), int(host), int(plane), bool(up)))
+
+    def _port_suspects(self, t: int) -> list[Suspect]:
+        """NIC ports that went down: a T0 whose host links went down together (`min_pairs` of them or more) is
+        the suspect, else each NIC port's link."""
+        lo = t - int(self.p.window_us * 1e6) if self.p.window_us is not None else -1
+        down: dict[tuple[int, int], int] = {}
+        for tt, h, pl, up in sorted(self.port_events):
+            if tt <= t and not up and tt >= lo and (h, pl) not in down:
+                down[(h, pl)] = tt
+        topo = self.topo
+        by_t0: dict[int, list[tuple[int, int, int]]] = {}
+        for (h, pl), tt in down.items():
+            q = topo.nic_port(h, pl)
+            by_t0.setdefault(int(topo.port[q]["peer_node"]), []).append((tt, h, pl))
+        out = []
+        for t0, items in sorted(by_t0.items()):
+            items.sort()
+            ev = tuple({"t_us": tt / 1e6, "host": h, "plane": pl, "port": "down"} for tt, h, pl in items)
+            n_hosts = int(topo.node[t0]["n_down"])
+            if len(items) >= self.p.min_pairs:
+                name, kind, ports = self.element_name(self.n_ports + t0)
+                out.append(Suspect(name, kind, "down", len(items) / n_hosts, 0, 0, len(items), len(items),
+                                   items[0][0] / 1e6, items[-1][0] / 1e6, ports, ev[: self.p.evidence_max],
+                                   source="port", decided_us=items[self.p.min_pairs - 1][0] / 1e6))
+                continue
+            for tt, h, pl in items:
+                name, kind, ports = self.element_name(int(self.link_of[topo.nic_port(h, pl)]))
+                out.append(Suspect(name, kind, "down", 1.0, 0, 0, 1, 1, tt / 1e6, tt / 1e6, ports,
+                                   ({"t_us": tt / 1e6, "host": h, "plane": pl, "port": "down"},), source="port",
+                                   decided_us=tt / 1e6))
+        return out
 
     def set_paths(self, paths: np.ndarray) -> None:
         """The paths in use now (`PATHS` rows), replacing the previous set."""
@@ -282,8 +326,9 @@ class Localizer:
         if self.p.window_us is not None:
             ev = ev[ev["t"] >= t - int(self.p.window_us * 1e6)]
         t_us = t / 1e6
+        ports = self._port_suspects(t)
         if not len(ev):
-            return Verdict(t_us, (), 0, 0)
+            return Verdict(t_us, tuple(ports), 0, 0)
         lo = np.minimum(ev["a"], ev["b"]).astype(np.int64)
         hi = np.maximum(ev["a"], ev["b"]).astype(np.int64)
         # per path (pair, EV): bad events, last state, first / last bad time
@@ -305,7 +350,7 @@ class Localizer:
             if len(d["events"]) < 4:
                 d["events"].append(k)
         if not paths:
-            return Verdict(t_us, (), 0, 0)
+            return Verdict(t_us, tuple(ports), 0, 0)
         bad_keys = list(paths)
         bk = np.array(bad_keys, np.int64).reshape(-1, 3)
         bad_elems = self._routes(bk[:, 0], bk[:, 1], bk[:, 2])
@@ -338,6 +383,7 @@ class Localizer:
                 suspects.append(self._suspect(e, all_through, bad_keys, paths, ev, int(u[e]), rate_all, path_rate))
                 remaining -= set(expl)
         suspects += self._degraded(rate_all, {s.element for s in suspects}, t_us)
+        suspects += [s for s in ports if s.element not in {x.element for x in suspects}]
         unexplained = len(remaining)
         suspects.sort(key=lambda s: (not s.blamed, -s.bad_paths, -s.score, s.element))
         return Verdict(t_us, tuple(suspects), len(bad_keys), unexplained)
@@ -495,7 +541,7 @@ class Localizer:
                     continue
                 out.append(Suspect(name, kind, "degraded", float(r[j]), 0, int(tx[e]), 0, 0, t_us, t_us, ports, (
                     {"marks_per_pkt": float(r[j]), "parallel_median": med, "parallel_links": len(members)},),
-                    float(r[j])))
+                    float(r[j]), source="counters", decided_us=t_us))
         return out
 
     # ------------------------------------------------------------ live use
@@ -508,6 +554,10 @@ class Localizer:
         v = self.verdict(t)
         new = [s for s in v.blamed if s.element not in self.named_at]
         for s in new:
+            if s.source != "ev":
+                self.named_at[s.element] = s.decided_us
+                self.first_verdict[s.element] = s
+                continue
             lo, hi = n_old, len(self.events)  # the verdict with events[:hi] names it
             while lo < hi:
                 mid = (lo + hi) // 2

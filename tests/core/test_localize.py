@@ -157,3 +157,23 @@ def test_bad_input_is_refused():
     # an invalid EV names no element (its route is empty), never an exception
     loc.add_events([1, 2], [0, 1], [5, 6], [0xFFFFFFFF, 0xFFFFFFFF], CL.EV_ASSUMED_BAD)
     assert not loc.verdict().blamed
+
+
+def test_a_t0_whose_host_links_all_go_down_is_named_from_the_hosts_port_states():
+    # a T0 reboot: its hosts' NICs see their links drop and tell their peers (no EV event at all)
+    loc = CL.Localizer(TOPO)
+    t0 = TOPO.parse_node("p1.t0.2")
+    hosts = [h for h in range(TOPO.n_hosts) if TOPO.peer_node(TOPO.nic_port(h, 1)) == t0]
+    assert len(hosts) == 4
+    for k, h in enumerate(hosts):
+        loc.add_port_event(int((50 + 0.01 * k) * US), h, 1, False)
+    new = loc.update(int(60 * US))
+    assert [s.element for s in new] == ["p1.t0.2"] and new[0].kind == "switch" and new[0].source == "port"
+    assert loc.named_at["p1.t0.2"] == pytest.approx(50.01)  # the second host's port decides (min_pairs)
+    # one NIC port alone: that port's link
+    one = CL.Localizer(TOPO)
+    one.add_port_event(int(10 * US), 5, 0, False)
+    v = one.verdict(int(20 * US))
+    assert [(s.element, s.kind) for s in v.blamed] == [("h5:nic0", "nic-port")]
+    with pytest.raises(Exception):
+        one.add_port_event(0, TOPO.n_hosts, 0, False)
