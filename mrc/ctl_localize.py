@@ -28,12 +28,12 @@ Algorithm (`Localizer.verdict`), at time t over the events of the window:
    specific: a link before the switches at its ends, which also carry healthy paths); it is a
    suspect if it explains at least ``min_paths`` bad paths from ``min_pairs`` host pairs (one
    QP alone cannot tell its own NIC from the far end's); its paths are then explained; repeat;
-3. each suspect is classified: ``down`` (most of its bad paths are still ASSUMED_BAD:
-   probes fail), ``flapping`` (its paths went bad again after coming back, in separate bursts),
-   ``gray`` (its paths come back and go bad again at random: losses, not an outage),
-   ``congestion`` (its bad paths end on the last hops of one host in several planes at once, an
-   incast, or carry far more marks and trims than the fabric's other paths): a congestion
-   suspect is reported but not blamed;
+3. each suspect is classified: ``congestion`` (its losses are a trickle beside the marks and
+   trims on its bad paths, or a few of its paths went bad and those are the fabric's most marked:
+   queues that overflow now and then; reported, never blamed), ``degraded`` (it loses packets and
+   its paths are marked far above the fabric: a slow link), ``flapping`` (separate bursts that each
+   take most of its paths), ``down`` (one such burst, or most of its bad paths still ASSUMED_BAD:
+   probes fail), ``gray`` (paths that go bad and come back independently: random loss);
 4. score: ``b / u``, the fraction of the element's paths in use that went bad (1 for a dead
    link once every EV through it was tried), with the evidence: which paths, QPs, EVs, when.
 
@@ -82,6 +82,7 @@ class Params:
     burst_gap_us: float = 20.0  # an element's bad events further apart than this are separate bursts
     congestion_ratio: float = 10.0  # marks + trims on its bad paths per loss on them: congestion, not a fault
     congestion_min: float = 0.01  # ... with at least this many marks + trims per packet sent on them
+    congestion_excess: float = 4.0  # or: under half its paths bad, and those marked this much above the fabric
     degraded_ratio: float = 4.0  # marks per packet of a link vs the median of its parallel links
     degraded_min: float = 0.02
     evidence_max: int = 12  # events kept per suspect
@@ -93,7 +94,7 @@ class Params:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"localize.{k}", v, "must be an integer >= 1")
-        for k in ("alpha", "down_still", "down_ratio", "outage_us", "burst_gap_us", "congestion_ratio", "congestion_min", "degraded_ratio",
+        for k in ("alpha", "down_still", "down_ratio", "outage_us", "congestion_excess", "burst_gap_us", "congestion_ratio", "congestion_min", "degraded_ratio",
                   "degraded_min"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
@@ -476,14 +477,21 @@ class Localizer:
         mpp = sig / tx if tx else None
         # a burst that takes at least half of the element's bad paths at once is an outage
         big = [b for b in self._bursts(idx, bad_keys, paths) if len(b) >= max(self.p.min_paths, len(idx) / 2)]
-        if mpp is not None and mpp >= self.p.congestion_min and sig >= self.p.congestion_ratio * max(losses, 1):
-            verdict = "congestion"  # its losses are a trickle beside the marks and trims of full queues
+        score = len(idx) / used if used else 1.0
+        if mpp is not None and mpp >= self.p.congestion_min and (
+                sig >= self.p.congestion_ratio * max(losses, 1)  # losses a trickle beside marks and trims
+                or (score < 0.5 and rate_all is not None and mpp >= self.p.congestion_excess * rate_all)):
+            # (or a few of its paths went bad, and those are the fabric's congested ones)
+            verdict = "congestion"
         elif len(big) >= 2:
             verdict = "flapping"
         elif len(big) == 1 or still >= self.p.down_still * len(recs):
             verdict = "down"
         else:
             verdict = "gray"
+        if verdict != "congestion" and mpp is not None and rate_all is not None and mpp >= self.p.congestion_min \
+                and mpp >= self.p.congestion_excess * rate_all:
+            verdict = "degraded"  # it loses packets *and* its paths are the fabric's congested ones: a slow link
         evid = []
         for i in sorted(idx, key=lambda i: paths[bad_keys[i]]["first"])[: self.p.evidence_max]:
             d = paths[bad_keys[i]]
@@ -492,7 +500,7 @@ class Localizer:
                          "ev": int(ev["ev"][k]), "label": int(ev["label"][k]), "bad_events": d["bad"],
                          "drop_count": int(ev["drops"][k]),
                          "state": "ASSUMED_BAD" if d["state"] == EV_ASSUMED_BAD else "GOOD"})
-        return Suspect(name, kind, verdict, len(idx) / used if used else 1.0, len(idx), used, len(pairs), still,
+        return Suspect(name, kind, verdict, score, len(idx), used, len(pairs), still,
                        first / 1e6, last / 1e6, ports, tuple(evid), mpp)
 
     def _degraded(self, rate_all, named, t_us) -> list[Suspect]:
