@@ -70,10 +70,22 @@ def _build(args):
     return devs[0], ta, devs[1], tb, fab, hosts
 
 
+def transfer_options(args):
+    """(`TransferOptions`, RTS attributes) of an ``mrc io transfer`` command line."""
+    from mrc.io.transfer import TransferOptions
+
+    reorder = args.reorder_us if args.reorder_us is not None else 4 * args.base_rtt_us
+    opts = TransferOptions(nbytes=parse_size(args.bytes), chunk=parse_size(args.chunk), max_wr=args.max_wr,
+                           rto_ms=args.rto_ms, ev_probe_interval_ms=args.probe_interval_ms,
+                           reorder_window_us=reorder, seed=args.seed, timeout_s=args.timeout_s,
+                           settle_s=args.settle_s)
+    return opts, {"rev_probe_interval_ps": int(args.rev_probe_interval_ms * 1e9)}
+
+
 async def run_from_args(args) -> dict:
     """Run the transfer an ``mrc io transfer`` command line describes; returns its report."""
     from mrc.io.endpoint import open_endpoint
-    from mrc.io.transfer import FailurePlan, TransferOptions, run_transfer
+    from mrc.io.transfer import FailurePlan, run_transfer
 
     da, ta, db, tb, fab, hosts = _build(args)
     failure = None
@@ -84,12 +96,7 @@ async def run_from_args(args) -> dict:
             raise UsageError(f"--restore-at {args.restore_at} must be after --fail-at {args.fail_at}")
         failure = FailurePlan(fab.parse_port(args.fail_link), args.fail_at / 1000,
                               None if args.restore_at is None else args.restore_at / 1000)
-    reorder = args.reorder_us if args.reorder_us is not None else 4 * args.base_rtt_us
-    opts = TransferOptions(nbytes=parse_size(args.bytes), chunk=parse_size(args.chunk), max_wr=args.max_wr,
-                           rto_ms=args.rto_ms, ev_probe_interval_ms=args.probe_interval_ms,
-                           reorder_window_us=reorder, seed=args.seed, timeout_s=args.timeout_s,
-                           settle_s=args.settle_s)
-    rts = {"rev_probe_interval_ps": int(args.rev_probe_interval_ms * 1e9)}
+    opts, rts = transfer_options(args)
     async with open_endpoint(da, ta) as ea, open_endpoint(db, tb) as eb:
         report = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=hosts, failure=failure)
         report["mode"] = args.mode
@@ -104,24 +111,18 @@ def _transfer(args) -> int:
 
     from mrc.io.endpoint import unwrapped
 
+    run, show = run_from_args, print_report
     if args.pairs:
         from mrc.io.localize import print_several, run_several
 
-        with unwrapped():
-            report = trio.run(run_several, args)
-        if args.json:
-            json.dump(report, sys.stdout, indent=1)
-            print()
-        else:
-            print_several(report)
-        return 0 if report["verified"] else 1
+        run, show = run_several, print_several
     with unwrapped():
-        report = trio.run(run_from_args, args)
+        report = trio.run(run, args)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
-        print_report(report)
+        show(report)
     return 0 if report["verified"] else 1
 
 

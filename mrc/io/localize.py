@@ -107,9 +107,9 @@ def localize_reports(topo, reports: list[dict], pairs, params=None) -> dict:
 
 async def run_several(args) -> dict:
     """Run ``mrc io transfer --pairs ...``: the transfers, the faults, the localisation."""
-    from mrc.io.cli import _build, parse_size
+    from mrc.io.cli import _build, transfer_options
     from mrc.io.endpoint import open_endpoint
-    from mrc.io.transfer import TransferOptions, run_transfer
+    from mrc.io.transfer import run_transfer
 
     if args.mode != "native":
         raise UsageError("--pairs needs --mode native (hosts of the namespace fabric)")
@@ -127,12 +127,7 @@ async def run_several(args) -> dict:
     netem_port = fab.parse_port(args.netem_link) if args.netem_link else None
     if netem_port is not None and args.netem_loss is None:
         raise UsageError("--netem-link needs --netem-loss PCT")
-    reorder = args.reorder_us if args.reorder_us is not None else 4 * args.base_rtt_us
-    opts = TransferOptions(nbytes=parse_size(args.bytes), chunk=parse_size(args.chunk), max_wr=args.max_wr,
-                           rto_ms=args.rto_ms, ev_probe_interval_ms=args.probe_interval_ms,
-                           reorder_window_us=reorder, seed=args.seed, timeout_s=args.timeout_s,
-                           settle_s=args.settle_s)
-    rts = {"rev_probe_interval_ps": int(args.rev_probe_interval_ms * 1e9)}
+    opts, rts = transfer_options(args)
     reports: list[dict | None] = [None] * len(pairs)
     faults: dict = {}
     if netem_port is not None:
