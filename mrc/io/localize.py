@@ -76,7 +76,7 @@ def netem(fab, port: int, loss_pct: float, on: bool) -> list[str]:
     return where
 
 
-OUTAGE_US = 50_000.0  # software endpoints: an EV still ASSUMED_BAD after 50 ms (25 probe intervals) is an outage
+OUTAGE_US = 200_000.0  # software endpoints: an EV still ASSUMED_BAD after 200 ms (100 probe intervals) is an outage
 
 
 def localize_reports(topo, reports: list[dict], pairs, params=None) -> dict:
