@@ -60,7 +60,9 @@ def test_the_localiser_names_the_down_link_and_blames_nothing_healthy(fab):
     assert r["verified"], [t.get("error") for t in r["transfers"]]
     assert len(r["faults"]["netem"]["where"]) == 2 and r["faults"]["down"]["link"] == "p0.t0.0:up1"
     sus = {s["element"]: s for s in r["localization"]["verdict"]["suspects"] if s["verdict"] != "congestion"}
-    assert "p0.t0.0-p0.t1.1" in sus, sus
+    seen = {f"{a}->{b}": [(e["ev"], e["state"], round(e["t_ms"], 1)) for e in t["ev_events"]][-12:]
+            for (a, b), t in zip(r["pairs"], r["transfers"])}
+    assert "p0.t0.0-p0.t1.1" in sus, (r["localization"]["verdict"], seen)
     down = sus["p0.t0.0-p0.t1.1"]
     assert down["pairs"] == 3 and down["verdict"] == "down" and down["score"] == 1.0
     assert {e["ev"] for e in down["evidence"]} == {0x40000000}
