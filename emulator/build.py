@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrc.emulator import capture
 from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
 from mrc.emulator import transports
@@ -45,6 +46,7 @@ def ports_table(sc: Scenario) -> np.ndarray:
         kind[sw_port] |= ST.PK_TRIM
     if sw.pfc:
         kind[sw_port] |= ST.PK_PFC
+    kind[list(sc.capture.ports)] |= ST.PK_CAPTURE
     P["kind"] = kind
     return P
 
@@ -71,6 +73,7 @@ def cfg_row(sc: Scenario) -> np.ndarray:
     r["dscp_trimmed_lasthop"] = sw.dscp.trimmed_lasthop
     r["n_planes"] = sc.topo.n_planes
     r["trace_all"] = 0
+    r["cap_t0"], r["cap_t1"] = capture.window_ps(sc.capture)
     return c
 
 
@@ -100,6 +103,7 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
     fstat["t0"] = ST.NEVER
     fstat["first_away"] = ST.NEVER
     heap_t, heap = heap_new(ST.heap_rows_for(len(topo.port)))
+    cap, cap_hdr = capture.tables(sc.capture)
     return ST.Engine(
         S=S, ctr=np.zeros(ST.N_C, np.int64), cfg=cfg_row(sc), heap_t=heap_t, heap=heap,
         theap=np.zeros(max(len(ep), 1), HEAP), tpos=np.full(max(len(ep), 1), -1, np.int64),
@@ -108,7 +112,7 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
         trig=fs.trig, trig_tgt=fs.trig_tgt, act=act, dscp_classes=sc.switch.dscp.classes,
         trace=np.zeros(sc.metrics.trace_capacity, ST.TRACE), trace_flow=trace_flow,
         host_ep_start=host_ep_start, host_ep=host_ep, wake=np.zeros(max(len(ep), 1), np.int32),
-        pmeta=np.zeros(len(pkt), np.int64), fstat=fstat,
+        pmeta=np.zeros(len(pkt), np.int64), fstat=fstat, cap=cap, cap_hdr=cap_hdr,
     )
 
 

@@ -1,8 +1,10 @@
-"""``mrc emu``: run, compare and sweep scenarios, list the scenario library.
+"""``mrc emu``: run, compare and sweep scenarios, localise faults, write reports, list the scenario library.
 
     mrc emu run SCENARIO [--transport NAME[:key=value,...]] [--out DIR] [--seed N] [--set key=value ...]
     mrc emu compare SCENARIO --transports a,b[:key=value...] [--out DIR] [--seed N] [--set ...]
     mrc emu sweep SCENARIO [--transports ...] [--seeds 1-10] [--grid KEY=V1,V2 ...] ... (`sweeps.cli`)
+    mrc emu localize DIR [--json]
+    mrc emu report DIR [--out FILE] [--qps 1,2]
     mrc emu list
 
 SCENARIO is a TOML file or the name of a library scenario (``mrc emu list``).
@@ -14,6 +16,7 @@ import pathlib
 import sys
 
 from mrc.cli import subcommands
+from mrc.errors import ConfigError
 
 
 def register(parser):
@@ -34,6 +37,22 @@ def register(parser):
                    "roce-ecmp:lossless=false)")
     c.set_defaults(func=cmd_compare)
     sweep_cli.register(sub.add_parser("sweep", help=sweep_cli.HELP, description=sweep_cli.DESCRIPTION))
+    lo = sub.add_parser("localize", help="localise failed and gray elements from a run's EV events",
+                        description="Redo the controller's fault localisation offline from an MRC run's results "
+                        "directory (ev_events.csv, ev_paths.csv, flows.csv, summary.json): ranked suspects with "
+                        "score and evidence, and each failure's time to localise.")
+    lo.add_argument("dir", help="results directory of an MRC run")
+    lo.add_argument("--json", action="store_true", help="print the whole record as JSON")
+    lo.add_argument("--min-pairs", type=int, default=None, help="host pairs a suspect needs (default 2)")
+    lo.add_argument("--window-us", type=float, default=None, help="only events this recent (default: all)")
+    lo.set_defaults(func=cmd_localize)
+    rp = sub.add_parser("report", help="write report.html: an interactive page of a run or of several runs",
+                        description="Write one self-contained report.html (plotly; opens without a server) for a "
+                        "results directory: one run, a directory of runs (compare, demo) or a sweep (DIR/cells/*).")
+    rp.add_argument("dir", help="results directory")
+    rp.add_argument("--out", help="output file (default DIR/report.html)")
+    rp.add_argument("--qps", help="QPs whose EV states to draw, comma-separated (default: the 8 with most EV events)")
+    rp.set_defaults(func=cmd_report)
     ls = sub.add_parser("list", help="list the scenario library", description="List the scenarios shipped with "
                         "the package (run them by name).")
     ls.set_defaults(func=cmd_list)
@@ -47,7 +66,13 @@ def _common(p):
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key, e.g. --set switch.queue_bytes=100000 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--no-plots", action="store_true", help="do not write plots and report.html")
+    p.add_argument("--plot-format", default="png", help="plot formats: png, pdf, svg or several, comma-separated "
+                   "(default png; PNG at 300 dpi)")
+    p.add_argument("--capture", metavar="PORTS", help="capture the packets leaving these ports into "
+                   "capture.pcapng (comma-separated names or patterns: p0.t1.3:d5, h0, 'p*.t0.*:up*'; window and "
+                   "budget: --set capture.start_us=.. capture.end_us=.. capture.max_packets=..)")
+
 
 
 def _progress(args) -> bool:
@@ -61,11 +86,22 @@ def parse_transport(spec: str) -> tuple[str, dict]:
     return tspec.parse(spec)
 
 
+def _sets(args) -> list:
+    """The --set overrides plus --capture (as ``capture.ports``)."""
+    sets = list(args.sets)
+    if args.capture is not None:
+        ports = [p.strip() for p in args.capture.split(",") if p.strip()]
+        if not ports:
+            raise ConfigError("--capture", args.capture, "give port names or patterns, e.g. h0,p0.t1.3:d5")
+        sets.append("capture.ports=" + json.dumps(ports))
+    return sets
+
+
 def _base(args) -> tuple[dict, str, object]:
     from mrc.emulator import scenario
 
     data, name, base_dir = scenario.read(args.scenario)
-    scenario.apply_sets(data, args.sets)
+    scenario.apply_sets(data, _sets(args))
     if args.seed is not None:
         data["seed"] = args.seed
     return data, name, base_dir
@@ -79,9 +115,10 @@ def _footer(s: dict) -> str:
 
 
 def cmd_run(args) -> int:
-    from mrc.emulator import coldstart, results, scenario, sim, summary_table
+    from mrc.emulator import coldstart, localize, plots, results, scenario, sim, summary_table
     from mrc.emulator.transports import spec as tspec
 
+    formats = plots.check_formats(args.plot_format)
     data, name, base_dir = _base(args)
     if args.transport:
         data = tspec.apply(data, args.transport, "--transport", commas=True)
@@ -91,11 +128,18 @@ def cmd_run(args) -> int:
     cold = coldstart.Compiling()
     run = sim.Simulation(sc).run(progress=_progress(args))
     cold.done(run.sim["wall_s"])
-    s = results.write(run, out, plots_too=False if args.no_plots else None)
+    s = results.write(run, out, plots_too=False if args.no_plots else None, plot_formats=formats)
     print(summary_table.text({label: s}))
     print(_footer(s))
     if s["outcome"]["reasons"]:
         print("not completed: " + ", ".join(f"{n} {k}" for k, n in s["outcome"]["reasons"].items()))
+    if run.localization and (run.localization["verdict"]["suspects"] or run.localization["failures"]):
+        print("fault localisation (from EV events):")
+        print("\n".join(localize.lines(run.localization)))
+    if s.get("capture"):
+        c = s["capture"]
+        print(f"captured {c['packets']:,} packets on {len(c['ports'])} port(s) into {out / c['file']}"
+              + (f" ({c['missed']:,} more past the budget of {c['max_packets']:,})" if c["missed"] else ""))
     print(f"results: {out}")
     return 0
 
@@ -104,29 +148,64 @@ def cmd_compare(args) -> int:
     from mrc.emulator import coldstart, metrics, plots, results, scenario, sim, summary_table
     from mrc.emulator.transports import spec as tspec
 
+    formats = plots.check_formats(args.plot_format)
     specs = tspec.split(args.transports)
     base, name, base_dir = _base(args)
     scs = [scenario.parse(tspec.apply(base, spec), name, base_dir) for spec in specs]  # all checked first
     out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / f"compare-seed{scs[0].seed}"
     out.mkdir(parents=True, exist_ok=True)
-    for f in ("fct_cdf.png", "compare.json", "compare.csv"):
+    for f in ("fct_cdf.png", "fct_cdf.pdf", "fct_cdf.svg", "report.html", "compare.json", "compare.csv"):
         (out / f).unlink(missing_ok=True)
     tables, summaries = {}, {}
     cold = coldstart.Compiling()
     for spec, sc in zip(specs, scs):
         run = sim.Simulation(sc).run(progress=_progress(args))
         cold.done(run.sim["wall_s"])
-        summaries[spec] = results.write(run, out / tspec.dirname(spec), plots_too=False if args.no_plots else None)
+        summaries[spec] = results.write(run, out / tspec.dirname(spec), plots_too=False if args.no_plots else None,
+                                        plot_formats=formats)
         tables[spec] = metrics.flow_table(run)
     print(summary_table.text(summaries))
     if not args.no_plots:
-        plots.fct_cdf(tables, out / "fct_cdf.png", name)
+        plots.fct_cdf(tables, out / "fct_cdf.png", name, formats=formats)
+        from mrc.emulator import report
+
+        report.write(out)
     keep = ("fct_us", "slowdown", "flows", "cct_us", "jobs", "victims", "reroute")
     (out / "compare.json").write_text(json.dumps({k: {kk: v[kk] for kk in keep} for k, v in summaries.items()},
                                                  indent=2, default=results._clean) + "\n")
     _, rows = summary_table.rows(summaries)
     results.write_csv(out / "compare.csv", summary_table.csv_columns(rows))
     print(f"results: {out}")
+    return 0
+
+
+def cmd_localize(args) -> int:
+    from mrc.ctl_localize import Params
+    from mrc.emulator import localize
+
+    kw = {k: v for k, v in (("min_pairs", args.min_pairs), ("window_us", args.window_us)) if v is not None}
+    rec = localize.from_dir(args.dir, Params(**kw).check())
+    if args.json:
+        print(json.dumps(rec, indent=2))
+        return 0
+    v = rec["verdict"]
+    print(f"{rec['events']} EV events, {v['bad_paths']} bad paths ({v['unexplained']} unexplained), "
+          f"{rec['paths']} paths in use")
+    print("\n".join(localize.lines(rec)) or "  no suspect")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from mrc.emulator import report
+
+    qps = None
+    if args.qps:
+        try:
+            qps = [int(x) for x in args.qps.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError("--qps", args.qps, "comma-separated QP numbers") from None
+    path = report.write(args.dir, args.out, qps=qps)
+    print(f"report: {path}")
     return 0
 
 

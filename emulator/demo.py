@@ -99,7 +99,9 @@ def register(parser):
                         help="fabric size: default (64 hosts, 4 planes), small (32 hosts), tiny (16 hosts, 2 "
                         "planes; for tests)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    parser.add_argument("--no-plots", action="store_true", help="do not write plots and report.html")
+    parser.add_argument("--plot-format", default="png", help="plot formats: png, pdf, svg or several, "
+                        "comma-separated (default png)")
     parser.set_defaults(func=cmd_demo)
 
 
@@ -129,7 +131,7 @@ def _toml(d: dict, prefix: str = "") -> str:
 
 
 def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: str = "default",
-             progress: bool = False, plots_too: bool = True, echo=print) -> dict:
+             progress: bool = False, plots_too: bool = True, echo=print, plot_formats=("png",)) -> dict:
     """Run the demo; returns {label: summary}. `echo` prints the lines shown on screen."""
     from mrc.emulator import coldstart, metrics, plots, results, scenario, sim, summary_table
     from mrc.emulator.transports import spec as tspec
@@ -157,14 +159,17 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
             echo(f"[{k + 1}/{len(specs)}] {spec}")
         run = sim.Simulation(sc).run(progress=progress)
         cold.done(run.sim["wall_s"])
-        s = results.write(run, out / tspec.dirname(spec), plots_too=plots_too)
+        s = results.write(run, out / tspec.dirname(spec), plots_too=plots_too, plot_formats=plot_formats)
         summaries[spec] = s
         tables[spec] = metrics.flow_table(run)
     echo(summary_table.text(summaries))
     if plots_too:
         topo = base["topology"]
         plots.fct_cdf(tables, out / "fct_cdf.png", f"mrc demo, {topo['hosts_per_leaf'] * topo['leaves']} hosts, "
-                      f"{topo['planes']} planes, link down at {FAIL_AT_US:g} us")
+                      f"{topo['planes']} planes, link down at {FAIL_AT_US:g} us", formats=plot_formats)
+        from mrc.emulator import report
+
+        report.write(out)
     keep = ("fct_us", "slowdown", "flows", "reroute", "counters", "sim")
     (out / "demo.json").write_text(json.dumps({"scenario": base, "runs": {k: {kk: v[kk] for kk in keep}
                                                                            for k, v in summaries.items()}},
@@ -173,11 +178,15 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
     results.write_csv(out / "demo.csv", summary_table.csv_columns(rows))
     echo("reroute times: fault -> first packet of an affected flow steered away -> 99% of their traffic off "
          "the failed link -> goodput back (docs/emulator.md)")
-    echo(f"results: {out}" + (f" (FCT CDF: {out / 'fct_cdf.png'})" if plots_too else ""))
+    echo(f"results: {out}" + (f" (FCT CDF: {out / 'fct_cdf.png'}; interactive report: {out / 'report.html'})"
+                              if plots_too else ""))
     return summaries
 
 
 def cmd_demo(args) -> int:
+    from mrc.emulator.plots import check_formats
+
     run_demo(args.out, seed=args.seed, transports=args.transports, scale=args.scale,
-             progress=not args.no_progress and sys.stderr.isatty(), plots_too=not args.no_plots)
+             progress=not args.no_progress and sys.stderr.isatty(), plots_too=not args.no_plots,
+             plot_formats=check_formats(args.plot_format))
     return 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from mrc import __version__
+from mrc.emulator import localize
 from mrc.emulator import state as ST
 from mrc.units import US
 
@@ -252,6 +253,11 @@ def summary(run) -> dict:
         "fabric": {"name": sc.topo.spec.name, "hosts": sc.topo.n_hosts, "planes": sc.topo.n_planes,
                    "ports": sc.topo.n_ports},
         "config": sc.data,
+        "localization": localize.summary_of(run.localization) if run.localization else None,
+        "capture": ({"file": "capture.pcapng", "ports": [sc.topo.port_name(q) for q in sc.capture.ports],
+                     "packets": int(len(run.capture["rows"])), "missed": run.capture["missed"],
+                     "start_us": sc.capture.start_us, "end_us": sc.capture.end_us,
+                     "max_packets": sc.capture.max_packets} if run.capture else None),
     }
 
 

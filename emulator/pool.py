@@ -79,6 +79,8 @@ def trace(E, kind, i, port, now, reason):
     r["flow"] = f
     r["psn"] = E.hdr[i]["psn"]
     r["size"] = E.pkt[i]["size"]
+    r["ev"] = E.hdr[i]["ev"]
+    r["plane"] = E.pkt[i]["plane"]
     r["kind"] = kind
     r["cls"] = E.pkt[i]["cls"]
     r["reason"] = reason

@@ -13,7 +13,8 @@ constant delay, so arrival order is departure order.
   queue would exceed ``limit1``. Then, if idle, start serialising.
 - `start_next`: control queue first (strict priority), data unless paused.
 - `tx_done`: the packet left: ECN if marking on dequeue (the default, as
-  htsim and ns-3 HPCC do), then onto the wire (or lost: link down, gray loss).
+  htsim and ns-3 HPCC do), then onto the wire (or lost: link down, gray loss);
+  a captured port (``PK_CAPTURE``) keeps a copy first (`capture`).
 - `pipe_pop`: the packet at the head of the wire arrives at the peer.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mrc.emulator._jit import njit
 from mrc.emulator import aqm, pfc, watch
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
+from mrc.emulator.capture import capture
 from mrc.emulator.pool import free, rand_u01, trace
 from mrc.emulator.sched import schedule
 from mrc.units import serialization_ps
@@ -175,6 +177,8 @@ def tx_done(E, F, q, now):
     if P[q]["up"] == 0:
         drop(E, i, q, ST.C_DROP_LINK, now)
         return -1
+    if (P[q]["kind"] & ST.PK_CAPTURE) != 0:
+        capture(E, q, i, now)
     g = P[q]["gray"]
     if g > 0.0 and rand_u01(E) < g:
         drop(E, i, q, ST.C_DROP_GRAY, now)

@@ -13,13 +13,22 @@ file                   content
 ``timeseries.csv``     the samples: utilisation and queue occupancy per link
                        group, goodput, drops, marks, PFC, per-failure packets,
                        chosen ports
+``planes.csv``         the same per link group and plane (long form: t_us, group,
+                       plane, utilisation and queue mean / max): the heatmaps
 ``links.csv``          per link group: ports, bytes sent, max queue, drops,
                        trims, ECN marks, PFC pauses and paused time
 ``failures.csv``       one row per failure (time, target, steered away, and the
                        reroute times of `metrics.reroute`)
 ``ev_events.csv``      MRC transports: every EV event (time, QP, flow, role,
                        host, EV, plane, state, drop count)
-``trace.csv``          packet trace, when tracing was on
+``ev_paths.csv``       MRC transports: per host pair and EV in use, the EV's
+                       counters (packets, losses, ECN marks, trims)
+``localization.json``  MRC transports: the controller's fault localisation
+                       (`localize`): suspects, evidence, time to localise
+``trace.csv``          packet trace, when tracing was on (with each packet's EV
+                       and plane)
+``capture.pcapng``     ``[capture]``: the packets that left the captured ports,
+                       encoded as on their wires (`capture`)
 ``fct_cdf.png``        FCT CDF; ``slowdown_by_size.png``; ``utilisation.png``
 =====================  ========================================================
 """
@@ -33,7 +42,7 @@ import pathlib
 import numpy as np
 
 from mrc.core import dtypes as D
-from mrc.emulator import metrics, plots
+from mrc.emulator import capture, metrics, plots
 from mrc.emulator import state as ST
 from mrc.emulator.sim import GROUPS
 
@@ -88,7 +97,10 @@ def write_parquet(path: pathlib.Path, columns: dict) -> bool:
 
 # every file `write` may produce: a new run into a directory removes the earlier run's first
 FILES = ("summary.json", "flows.csv", "flows.parquet", "collectives.csv", "timeseries.csv", "links.csv",
-         "failures.csv", "ev_events.csv", "trace.csv", "fct_cdf.png", "slowdown_by_size.png", "utilisation.png")
+         "planes.csv", "failures.csv", "ev_events.csv", "ev_paths.csv", "localization.json", "trace.csv",
+         "capture.pcapng", "report.html") + tuple(f"{plot}.{fmt}" for plot in ("fct_cdf", "slowdown_by_size",
+                                                                               "utilisation")
+                                                  for fmt in ("png", "pdf", "svg"))
 
 
 def clear(out: pathlib.Path) -> None:
@@ -118,8 +130,9 @@ def link_groups(run) -> dict:
     return {k: np.asarray(v, dtype=object if k == "group" else None) for k, v in rows.items()}
 
 
-def write(run, out, plots_too: bool | None = None) -> dict:
-    """Write the results directory; returns the summary."""
+def write(run, out, plots_too: bool | None = None, plot_formats=("png",), report: bool = True) -> dict:
+    """Write the results directory; returns the summary. `plot_formats`: the plots' formats (`plots.FORMATS`);
+    `report`: also the interactive ``report.html`` (`report.write`) when plots are on."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
     clear(out)
@@ -134,6 +147,8 @@ def write(run, out, plots_too: bool | None = None) -> dict:
     if run.samples:
         write_csv(out / "timeseries.csv", run.samples)
     write_csv(out / "links.csv", link_groups(run))
+    if run.plane_samples and len(run.plane_samples["t_us"]):
+        write_csv(out / "planes.csv", run.plane_samples)
     if summ["failures"]:
         keys = ["index", "kind", "target", "at_us", "duration_us", "end_us", "packets_directed",
                 "last_packet_us", "steered_away_us"]
@@ -160,10 +175,30 @@ def write(run, out, plots_too: bool | None = None) -> dict:
                  ST.TR_DELIVER: "deliver", ST.TR_MARK: "ecn-mark"}
         write_csv(out / "trace.csv", {"t_us": tr["t"] / 1e6, "event": np.array([kinds[k] for k in tr["kind"]]),
                                       "port": tr["port"], "flow": tr["flow"], "psn": tr["psn"],
+                                      "ev": tr["ev"], "plane": tr["plane"],
                                       "opcode": tr["opcode"], "size": tr["size"], "cls": tr["cls"],
                                       "dscp": tr["dscp"], "trim": tr["trim"], "reason": tr["reason"]})
+    paths = run.extra.get("ev_paths") if run.extra else None
+    if paths is not None:
+        write_csv(out / "ev_paths.csv", {k: paths[k] for k in paths.dtype.names})
+    if run.localization:
+        (out / "localization.json").write_text(json.dumps(run.localization, indent=2, default=_clean) + "\n")
+    if run.capture:
+        cap = run.capture
+        sc = run.scenario
+        capture.write_pcapng(out / capture.PCAPNG_FILE, sc.topo, cap["rows"], cap["hdr"], sc.capture.ports,
+                             dscp=sc.switch.dscp, comment=f"{sc.name} seed {sc.seed} transport {sc.transport_name}")
     if plots_too if plots_too is not None else run.scenario.metrics.plots:
-        plots.fct_cdf({run.scenario.transport_name: ft}, out / "fct_cdf.png", run.scenario.name)
-        plots.slowdown_by_size(ft, out / "slowdown_by_size.png", run.scenario.name)
-        plots.utilisation(run.samples, out / "utilisation.png", run.scenario.name)
+        sc = run.scenario
+        title = f"{sc.name} ({sc.transport_name})"
+        localized = {f["index"]: f["named_at_us"] for f in (summ.get("localization") or {}).get("failures", [])
+                     if f["named_at_us"] is not None}
+        plots.fct_cdf({sc.transport_name: ft}, out / "fct_cdf.png", title, formats=plot_formats)
+        plots.slowdown_by_size(ft, out / "slowdown_by_size.png", title, formats=plot_formats)
+        plots.utilisation(run.samples, out / "utilisation.png", title, formats=plot_formats,
+                          failures=summ["failures"], localized=localized)
+        if report:
+            from mrc.emulator import report as html_report
+
+            html_report.write(out)
     return summ

@@ -12,6 +12,8 @@ until every flow ended, at most 1 s), and the tables:
 - ``[workload]`` or ``[[workload]]`` (jobs on disjoint hosts): ``kind`` and
   its keys (`workloads.generators`);
 - ``[[failures]]``: ``at_us``, ``kind`` and target (`parse_failure`);
+- ``[capture]``: ``ports``, ``start_us``, ``end_us``, ``max_packets`` (`capture.parse`);
+- ``[localize]``: ``enabled`` and the localiser's parameters (`localize.parse`);
 - ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``, ``flow_series``,
   ``trace_capacity``, ``reroute_window_us``, ``recovery_pct``; ``[engine]``:
   ``pool_packets``, ``chunk_events``.
@@ -29,6 +31,10 @@ import tomllib
 from typing import Any
 
 from mrc.emulator import scenarios, transports
+from mrc.emulator.capture import CaptureConfig
+from mrc.emulator.capture import parse as parse_capture
+from mrc.emulator.localize import LocalizeConfig
+from mrc.emulator.localize import parse as parse_localize
 from mrc.emulator.keys import Table, host_list
 from mrc.emulator.workloads import generators
 from mrc.errors import ConfigError
@@ -116,6 +122,8 @@ class Scenario:
     chunk_events: int
     data: dict  # the scenario as given (after --set), for the results
     base_dir: pathlib.Path | None
+    capture: CaptureConfig = CaptureConfig()  # [capture]: ports whose packets go to capture.pcapng
+    localize: LocalizeConfig = LocalizeConfig()  # [localize]: the controller's fault localisation (MRC transports)
 
     @property
     def end_us(self) -> float:
@@ -233,13 +241,15 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
                       mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
                       tuple(fs))
     mt.done()
+    cap = parse_capture(top.table("capture", {}), topo, duration)
+    loc = parse_localize(top.table("localize", {}))
     et = top.table("engine", {})
     pool = et.int("pool_packets", None, lo=256)  # None: sized from the workload (state.pool_rows_for)
     chunk = et.int("chunk_events", 2_000_000, lo=1000)
     et.done()
     top.done()
     return Scenario(name, desc, seed, duration, topo, sw, tname, tparams, jobs, failures, metrics, pool, chunk,
-                    data, pathlib.Path(base_dir) if base_dir is not None else None)
+                    data, pathlib.Path(base_dir) if base_dir is not None else None, cap, loc)
 
 
 # ---------------------------------------------------------------- sections

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, transports, workloads
+from mrc.emulator import build, engine, localize, transports, workloads
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
@@ -47,6 +47,9 @@ class RunData:
     inflight: dict  # packets and bytes still in the fabric at the end
     fstat: np.ndarray = None  # per failure: state.FSTAT (reroute tracking)
     extra: dict = dataclasses.field(default_factory=dict)  # the transport's own (collect): e.g. ev_events
+    capture: dict = dataclasses.field(default_factory=dict)  # [capture]: rows (CAP), headers (PKT), missed
+    localization: dict | None = None  # MRC transports: the controller's fault localisation (`localize.record`)
+    plane_samples: dict = dataclasses.field(default_factory=dict)  # `PlaneSampler.columns` (planes.csv)
 
 
 class RunTimeout(MRCError):
@@ -158,6 +161,62 @@ class Sampler:
         return {k: np.asarray(v) for k, v in self.cols.items()}
 
 
+class PlaneSampler:
+    """Utilisation and queue occupancy per link group *and plane* (the report's heatmaps), one row per
+    (sample, group, plane) in long form: ``planes.csv``."""
+
+    def __init__(self, sim: "Simulation"):
+        fp = sim.sc.topo.port
+        n_planes = int(sim.sc.topo.n_planes)
+        names = list(GROUPS.values())
+        gid = np.full(len(fp), -1, np.int64)
+        for k, ((tier, d), _) in enumerate(GROUPS.items()):
+            gid[(fp["tier"] == tier) & (fp["dir"] == d)] = k
+        ok = gid >= 0
+        self.cell = np.where(ok, gid * n_planes + fp["plane"].astype(np.int64), -1)
+        self.ok = ok
+        n = len(names) * n_planes
+        self.n = n
+        self.count = np.bincount(self.cell[ok], minlength=n)
+        self.keep = np.flatnonzero(self.count)
+        self.group = np.array(names, dtype=object)[self.keep // n_planes]
+        self.plane = self.keep % n_planes
+        self.rate = fp["rate"].astype(np.float64)
+        self.prev_tx = np.zeros(len(fp), np.int64)
+        self.t_prev = 0
+        self.cols: dict[str, list] = {k: [] for k in ("t_us", "group", "plane", "util_mean", "util_max",
+                                                       "queue_mean_bytes", "queue_max_bytes")}
+
+    def sample(self, E, t):
+        dt = t - self.t_prev
+        if dt <= 0:
+            return
+        P = E.port
+        tx = P["tx_bytes"]
+        util = (tx - self.prev_tx) * 8.0 / (self.rate * (dt / 1e12))
+        q = (P["bytes0"] + P["bytes1"]).astype(np.float64)
+        c, ok = self.cell[self.ok], self.ok
+        um = np.bincount(c, util[ok], self.n)[self.keep] / self.count[self.keep]
+        qm = np.bincount(c, q[ok], self.n)[self.keep] / self.count[self.keep]
+        ux = np.full(self.n, 0.0)
+        qx = np.full(self.n, 0.0)
+        np.maximum.at(ux, c, util[ok])
+        np.maximum.at(qx, c, q[ok])
+        k = len(self.keep)
+        self.cols["t_us"] += [t / US] * k
+        self.cols["group"] += list(self.group)
+        self.cols["plane"] += self.plane.tolist()
+        self.cols["util_mean"] += um.tolist()
+        self.cols["util_max"] += ux[self.keep].tolist()
+        self.cols["queue_mean_bytes"] += qm.tolist()
+        self.cols["queue_max_bytes"] += qx[self.keep].tolist()
+        self.prev_tx = tx.copy()
+        self.t_prev = t
+
+    def columns(self) -> dict:
+        return {k: np.asarray(v, dtype=object if k == "group" else None) for k, v in self.cols.items()}
+
+
 class Simulation:
     def __init__(self, sc: Scenario):
         self.sc = sc
@@ -179,6 +238,8 @@ class Simulation:
         reserve = 64 + 2 * self.flowset.max_fanout
         n_flows = len(E.flow)
         sampler = Sampler(self)
+        planes = PlaneSampler(self)
+        live = localize.Live(sc, T, E) if sc.localize.enabled and len(T.mrc_p) else None
         engine.prime(E)
         t_next = sample_ps
         bar = _Progress(progress, end_ps, n_flows)
@@ -196,8 +257,11 @@ class Simulation:
                                  f"{time.perf_counter() - wall0:.1f} s of wall time (the time limit)")
             if st == ST.ST_BUDGET:
                 continue
+            if live is not None:
+                live.step(T, E, int(E.S[ST.S_NOW]))
             if st == ST.ST_CHUNK:
                 sampler.sample(E, t_stop)
+                planes.sample(E, t_stop)
                 if t_stop >= end_ps:
                     break
                 n_samples += 1
@@ -206,6 +270,7 @@ class Simulation:
                 t_next += sample_ps
                 continue
             sampler.sample(E, int(E.S[ST.S_NOW]))  # every flow ended, or nothing left to do
+            planes.sample(E, int(E.S[ST.S_NOW]))
             break
         wall = time.perf_counter() - wall0
         bar.close()
@@ -217,6 +282,11 @@ class Simulation:
         fl["why"][fl["status"] == ST.FLOW_PENDING] = ST.WHY_NOT_STARTED
         tmod = transports.get(sc.transport_name)
         extra = tmod.collect(self.T) if hasattr(tmod, "collect") else {}
+        fails = [{"index": k, "kind": f.kind, "target": f.target, "at_us": f.at_us, "ports": list(f.ports)}
+                 for k, f in enumerate(sc.failures)]
+        loc = None
+        if live is not None:
+            loc, extra["ev_paths"] = live.finish(T, E, now, fails)
         allocated = np.ones(len(E.pkt), bool)
         allocated[E.free[: E.S[ST.S_FREE_N]]] = False
         P = E.port
@@ -234,6 +304,9 @@ class Simulation:
                  "pool_rows": len(E.pkt), "heap_rows": EV.heap_capacity(E.heap_t)},
             inflight={"packets": int(allocated.sum()), "bytes": int(E.pkt["size"][allocated].sum())},
             fstat=E.fstat.copy(), extra=extra,
+            capture={"rows": E.cap[: E.S[ST.S_CAP_N]].copy(), "hdr": E.cap_hdr[: E.S[ST.S_CAP_N]].copy(),
+                     "missed": int(E.S[ST.S_CAP_MISSED])} if sc.capture.on else {},
+            localization=loc, plane_samples=planes.columns(),
         )
 
 

@@ -22,6 +22,8 @@ table       one row per
 ``heap``    ... their sequence numbers and event words (`events.EVQ`)
 ``theap``   pending endpoint timers, at most one per endpoint (position in
             ``tpos``)
+``cap``     captured packet (`CAP`, ports flagged ``PK_CAPTURE``), its header
+            row in ``cap_hdr``; encoded to pcapng by `capture`
 ==========  ==================================================================
 
 Scalars (now, heap size, RNG state, cursors) live in the int64 array ``S``,
@@ -84,6 +86,7 @@ PK_PFC = 4  # lossless: per-ingress XOFF/XON towards the upstream port
 PK_LASTHOP = 8  # T0 downlink to a host (trimmed packets become TRIMMED_LASTHOP)
 PK_NIC = 16  # a host NIC port (fed by the transmit scheduler, not by a queue)
 PK_TO_HOST = 32  # the peer is a host (deliver on arrival)
+PK_CAPTURE = 64  # packets leaving on this port's wire are captured (`capture`)
 
 PORTS = np.dtype([
     # first cache line: the queues and the serialiser
@@ -260,6 +263,8 @@ S_FLOWS_STARTED = 15
 S_THEAP_N = 16  # timers pending
 S_WAKE_N = 17  # endpoints queued in ``wake``
 S_WATCHING = 18  # 1 from the first failure's watch on: per-packet reroute tracking runs
+S_CAP_N = 19  # packets captured (rows of ``cap``)
+S_CAP_MISSED = 20  # packets on captured ports inside the window that found the capture budget used up
 N_S = 24
 
 C_SENT_PKTS = 0  # packets the NICs put on the wire
@@ -352,6 +357,8 @@ CFG = np.dtype([
     ("dscp_trimmed_lasthop", np.int64),
     ("n_planes", np.int64),
     ("trace_all", np.int64),  # 1: trace every packet; 0: only flows with trace_flow[f] != 0
+    ("cap_t0", np.int64),  # capture window [cap_t0, cap_t1) in ps (ports flagged PK_CAPTURE)
+    ("cap_t1", np.int64),
 ], align=True)
 
 # ---------------------------------------------------------------- trace hooks
@@ -369,25 +376,49 @@ TRACE = np.dtype([
     ("flow", np.int32),
     ("psn", np.int32),
     ("size", np.int32),
+    ("ev", np.uint32),  # the packet's EV (PKT.ev)
     ("kind", np.int8),
     ("cls", np.int8),
+    ("plane", np.int8),
     ("reason", np.int8),
     ("opcode", np.uint8),
     ("dscp", np.uint8),
     ("trim", np.uint8),
 ], align=True)
 
+# ---------------------------------------------------------------- packet capture
+
+CAP = np.dtype([  # one captured packet: the engine fields the wire encoding needs (its header row in cap_hdr)
+    ("t", np.int64),  # it left the port's serialiser (ps)
+    ("hi", np.uint64),  # SRv6 carrier as on this wire (after the switches' shifts so far)
+    ("lo", np.uint64),
+    ("port", np.int32),
+    ("size", np.int32),  # bytes on the wire (trimmed size when trimmed)
+    ("src", np.int32),
+    ("dst", np.int32),
+    ("flow", np.int32),
+    ("flow_label", np.int32),
+    ("sport", np.uint16),
+    ("plane", np.int8),
+    ("ecn", np.uint8),
+    ("trim", np.uint8),
+    ("fwd", np.int8),
+    ("dscp", np.uint8),
+    ("cls", np.int8),
+], align=True)
+
 Engine = namedtuple("Engine", [
     "S", "ctr", "cfg", "heap_t", "heap", "theap", "tpos", "pkt", "hdr", "free", "port", "ep", "ring", "flow", "arr_order",
     "trig", "trig_tgt", "act", "dscp_classes", "trace", "trace_flow", "host_ep_start", "host_ep", "wake", "pmeta",
-    "fstat",
+    "fstat", "cap", "cap_hdr",
 ])
 Engine.__doc__ = """The engine's tables (see the module docstring); every compiled function takes it first.
 
 ``host_ep[host_ep_start[h]:host_ep_start[h + 1]]`` are the endpoints on host h; ``wake`` holds
 endpoints a transport touched besides the one it was called for (``S[S_WAKE_N]`` of them), which
 the engine syncs after the input; ``pmeta`` runs parallel to the pool (reroute tracking, below);
-``fstat`` has one `FSTAT` row per failure."""
+``fstat`` has one `FSTAT` row per failure; ``cap`` / ``cap_hdr`` are the packet capture (`CAP` rows
+and their `PKT` header rows, as many as the capture budget; empty when nothing is captured)."""
 
 
 def new_pool(n: int):

@@ -408,3 +408,13 @@ class Controller(EvOpsMixin, EndpointMixin):
         if key not in table:
             raise UsageError(f"{what} {key} does not exist")
         return table[key]
+
+
+def __getattr__(name):
+    """``mrc.ctl.localize`` / ``mrc.ctl.Localizer``: the controller's fault localisation (`mrc.ctl_localize`),
+    loaded on first use (it needs `mrc.fabric`)."""
+    if name in ("localize", "Localizer", "Verdict", "Suspect"):
+        from mrc import ctl_localize
+
+        return getattr(ctl_localize, name)
+    raise AttributeError(f"module 'mrc.ctl' has no attribute {name!r}")

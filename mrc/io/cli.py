@@ -70,10 +70,22 @@ def _build(args):
     return devs[0], ta, devs[1], tb, fab, hosts
 
 
+def transfer_options(args):
+    """(`TransferOptions`, RTS attributes) of an ``mrc io transfer`` command line."""
+    from mrc.io.transfer import TransferOptions
+
+    reorder = args.reorder_us if args.reorder_us is not None else 4 * args.base_rtt_us
+    opts = TransferOptions(nbytes=parse_size(args.bytes), chunk=parse_size(args.chunk), max_wr=args.max_wr,
+                           rto_ms=args.rto_ms, ev_probe_interval_ms=args.probe_interval_ms,
+                           reorder_window_us=reorder, seed=args.seed, timeout_s=args.timeout_s,
+                           settle_s=args.settle_s)
+    return opts, {"rev_probe_interval_ps": int(args.rev_probe_interval_ms * 1e9)}
+
+
 async def run_from_args(args) -> dict:
     """Run the transfer an ``mrc io transfer`` command line describes; returns its report."""
     from mrc.io.endpoint import open_endpoint
-    from mrc.io.transfer import FailurePlan, TransferOptions, run_transfer
+    from mrc.io.transfer import FailurePlan, run_transfer
 
     da, ta, db, tb, fab, hosts = _build(args)
     failure = None
@@ -84,12 +96,7 @@ async def run_from_args(args) -> dict:
             raise UsageError(f"--restore-at {args.restore_at} must be after --fail-at {args.fail_at}")
         failure = FailurePlan(fab.parse_port(args.fail_link), args.fail_at / 1000,
                               None if args.restore_at is None else args.restore_at / 1000)
-    reorder = args.reorder_us if args.reorder_us is not None else 4 * args.base_rtt_us
-    opts = TransferOptions(nbytes=parse_size(args.bytes), chunk=parse_size(args.chunk), max_wr=args.max_wr,
-                           rto_ms=args.rto_ms, ev_probe_interval_ms=args.probe_interval_ms,
-                           reorder_window_us=reorder, seed=args.seed, timeout_s=args.timeout_s,
-                           settle_s=args.settle_s)
-    rts = {"rev_probe_interval_ps": int(args.rev_probe_interval_ms * 1e9)}
+    opts, rts = transfer_options(args)
     async with open_endpoint(da, ta) as ea, open_endpoint(db, tb) as eb:
         report = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=hosts, failure=failure)
         report["mode"] = args.mode
@@ -104,13 +111,18 @@ def _transfer(args) -> int:
 
     from mrc.io.endpoint import unwrapped
 
+    run, show = run_from_args, print_report
+    if args.pairs:
+        from mrc.io.localize import print_several, run_several
+
+        run, show = run_several, print_several
     with unwrapped():
-        report = trio.run(run_from_args, args)
+        report = trio.run(run, args)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         print()
     else:
-        print_report(report)
+        show(report)
     return 0 if report["verified"] else 1
 
 
@@ -179,6 +191,10 @@ def register(parser) -> None:
     g.add_argument("--fail-link", metavar="NODE:IFNAME", help="take this link down during the transfer, e.g. p0.t0.0:u1")
     g.add_argument("--fail-at", type=float, default=50.0, metavar="MS", help="when, after the first write (default 50)")
     g.add_argument("--restore-at", type=float, default=None, metavar="MS", help="bring it back up then (default: never)")
+    g.add_argument("--pairs", metavar="SRC:DST,...", help="several transfers at once (each host in one pair), "
+                   "e.g. h0:h2,h1:h4,h3:h5; the controller then localises the faults from their EV events")
+    g.add_argument("--netem-link", metavar="NODE:IFNAME", help="with --pairs: tc netem loss on this link (both ends)")
+    g.add_argument("--netem-loss", type=float, metavar="PCT", help="with --netem-link: the loss percentage")
     g.add_argument("--settle-s", type=float, default=5.0, help="after the restore, wait this long at most for the EVs "
                    "to be GOOD again (default 5)")
     g = p.add_argument_group("protocol (software endpoints are slower than a NIC: these defaults suit them)")

@@ -174,7 +174,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
         "timed_out": budget.cancelled_caught, "requester": _qp_report(conn.qa, base["requester"]),
         "responder": _qp_report(conn.qb, base["responder"]),
         "endpoints": {"requester": asdict(ep_a.statistics()), "responder": asdict(ep_b.statistics())},
-        "paths_rtt_ms": paths,
+        "paths_rtt_ms": paths, "t0_ps": t0,
         "ev_events": [{"t_ms": (t - t0) / 1e9, "side": s, "ev": ev, "state": st} for t, s, ev, st in events],
     }
     if failure is not None:

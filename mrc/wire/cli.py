@@ -27,7 +27,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         description="Print every packet's MRC fields. A malformed packet is reported with its index and "
         "the decoding error; decoding goes on with the next. Exit status 1 if any packet was malformed.",
     )
-    d.add_argument("file", help="pcap file to read (Ethernet or raw IP link type)")
+    d.add_argument("file", help="pcapng or pcap file to read (Ethernet or raw IP link type)")
     d.add_argument("--json", action="store_true", help="one JSON object per packet (JSON Lines)")
     d.add_argument("--ev-mode", choices=["stev", "udp"], default="stev",
                    help="how to read the EV of plain IPv6 packets (default stev; IPv4 is always udp, "
@@ -143,12 +143,12 @@ def _decode(args) -> int:
     from mrc.wire.codec import decode
     from mrc.wire.constants import EvMode
     from mrc.wire.errors import DecodeError
-    from mrc.wire.pcap import read_pcap
+    from mrc.wire.pcapng import read_packets
 
     mode = EvMode.UDP if args.ev_mode == "udp" else EvMode.STEV
     bad = total = 0
     out = sys.stdout
-    for index, t, data in read_pcap(args.file):
+    for index, t, data, iface in read_packets(args.file):
         total += 1
         try:
             if isinstance(data, DecodeError):
@@ -164,10 +164,14 @@ def _decode(args) -> int:
                 out.write(f"#{index:<3} malformed: {exc}\n")
             continue
         d = packet_dict(pkt, net, payload)
+        where = {"interface": iface} if iface is not None else {}
         if args.json:
-            out.write(json.dumps({"index": index, "time_ns": t, **d}) + "\n")
+            out.write(json.dumps({"index": index, "time_ns": t, **where, **d}) + "\n")
         else:
-            out.write(_line(index, d) + "\n")
+            first, _, rest = _line(index, d).partition("\n")
+            if iface is not None:
+                first += f"  [{iface} at {t / 1000:.3f} us]"
+            out.write(first + "\n" + rest + "\n")
     if not args.json:
         out.write(f"{total} packets, {total - bad} decoded, {bad} malformed\n")
     return 1 if bad else 0

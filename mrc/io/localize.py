@@ -1,0 +1,183 @@
+"""Several transfers at once across the namespace fabric, faults injected, and the controller's verdict.
+
+``mrc io transfer --mode native --pairs h0:h2,h1:h4,h3:h5 [--fail-link p0.t0.0:u1 --fail-at 150]
+[--netem-link p1.t0.2:u0 --netem-loss 5]`` runs one `mrc.io.transfer.run_transfer` per pair (each
+host in one pair: an endpoint owns its host's UDP port 4791), all in one trio loop with one clock.
+It takes the link down at ``--fail-at`` ms after the start (`mrc.fabric.netns.link_down`) and puts
+``tc netem loss`` on the other link's interfaces (both ends; an nftables egress rule that drops at
+random where the kernel has no netem) for the whole run. Then the localiser
+(`mrc.ctl_localize`) reads what the endpoints' controllers saw, the EV events of every QP and the
+EV states with their counters, and names the elements: `localize_reports`.
+"""
+from __future__ import annotations
+
+import contextlib
+import copy
+import subprocess
+
+import numpy as np
+import trio
+
+from mrc.errors import UsageError
+
+
+def parse_pairs(text: str, topo) -> list[tuple[int, int]]:
+    pairs = []
+    for item in (x.strip() for x in str(text).split(",")):
+        if not item:
+            continue
+        a, sep, b = item.partition(":")
+        if not sep:
+            raise UsageError(f"--pairs {text!r}: write SRC:DST pairs, e.g. h0:h2,h1:h4")
+        pa, pb = topo.parse_node(a), topo.parse_node(b)
+        for h in (pa, pb):
+            if int(topo.node[h]["kind"]) != 0:
+                raise UsageError(f"--pairs: {topo.node_name(h)} is a switch; give hosts")
+        pairs.append((pa, pb))
+    hosts = [h for p in pairs for h in p]
+    if len(pairs) < 1 or len(set(hosts)) != len(hosts):
+        raise UsageError(f"--pairs {text!r}: give host pairs with every host at most once (an endpoint owns its "
+                         "host's UDP port 4791)")
+    return pairs
+
+
+def netem(fab, port: int, loss_pct: float, on: bool) -> list[str]:
+    """Put (or take off) random loss on both ends of `port`'s link: ``tc netem loss`` on the interface, or,
+    where the kernel has no netem qdisc (``CONFIG_NET_SCH_NETEM``), the same drop by an nftables rule on
+    the interface's egress hook (``numgen random``). Returns ``ns:dev (method)`` of each end."""
+    from mrc.fabric.tables import ifname
+
+    if not 0 < loss_pct <= 100:
+        raise UsageError(f"--netem-loss {loss_pct!r}: a percentage in (0, 100]")
+    t = fab.topo
+    where = []
+    for q in (port, int(t.port[port]["peer"])):
+        ns, dev = fab.ns(int(t.port[q]["node"])), ifname(t, q)
+        table = f"mrcloss_{dev}"
+        if not on:
+            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+            subprocess.run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", table], capture_output=True)
+            where.append(f"{ns}:{dev}")
+            continue
+        r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
+                            f"{loss_pct}%"], capture_output=True, text=True)
+        if r.returncode == 0:
+            where.append(f"{ns}:{dev} (tc netem)")
+            continue
+        ppm = int(round(loss_pct * 10_000))
+        script = (f"add table netdev {table}\n"
+                  f"add chain netdev {table} egress {{ type filter hook egress device \"{dev}\" priority 0; }}\n"
+                  f"add rule netdev {table} egress numgen random mod 1000000 < {ppm} drop\n")
+        r2 = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=script, capture_output=True, text=True)
+        if r2.returncode != 0:
+            raise UsageError(f"random loss on {ns}:{dev}: tc netem failed ({r.stderr.strip()}) and so did nftables "
+                             f"({r2.stderr.strip() or 'nft missing'}); install iproute2's tc with netem, or nftables")
+        where.append(f"{ns}:{dev} (nftables egress, the kernel has no netem)")
+    return where
+
+
+OUTAGE_US = 200_000.0  # software endpoints: an EV still ASSUMED_BAD after 200 ms (100 probe intervals) is an outage
+
+
+def localize_reports(topo, reports: list[dict], pairs, params=None) -> dict:
+    """The localiser's verdict over several transfers' EV events and EV states (`run_transfer` reports), at
+    the end of the last transfer. Real endpoints on a shared CPU declare spurious losses now and then, so an
+    outage is an EV still ASSUMED_BAD after `OUTAGE_US` (unless `params` say otherwise)."""
+    from mrc import ctl_localize as CL
+
+    loc = CL.Localizer(topo, params or CL.Params(outage_us=OUTAGE_US))
+    rows = []
+    names = {"ASSUMED_BAD": CL.EV_ASSUMED_BAD, "GOOD": CL.EV_GOOD}
+    for k, (r, (src, dst)) in enumerate(zip(reports, pairs)):
+        t0 = int(r["t0_ps"])
+        for e in r["ev_events"]:
+            st = names.get(e["state"])
+            if st is None:
+                continue
+            a, b = (src, dst) if e["side"] == "requester" else (dst, src)
+            loc.add_events(t0 + int(round(e["t_ms"] * 1e9)), a, b, int(e["ev"]), st, 0, 2 * k + (e["side"] != "requester"))
+        for side in ("requester", "responder"):
+            for e in r[side]["ev_states"]:
+                rows.append((src, dst, int(e["ev"]), int(e["tx_pkts"]) or -1, int(e["losses"]), 0, 0))
+    loc.set_paths(np.array(rows, CL.PATHS))
+    end = max(int(r["t0_ps"]) + int(r["seconds"] * 1e12) for r in reports)
+    v = loc.verdict(max(end, int(loc.events["t"][-1]) if len(loc.events) else end))
+    return {"verdict": v.as_dict(), "events": int(len(loc.events)), "paths": len(rows)}
+
+
+async def run_several(args) -> dict:
+    """Run ``mrc io transfer --pairs ...``: the transfers, the faults, the localisation."""
+    from mrc.io.cli import _build, transfer_options
+    from mrc.io.endpoint import open_endpoint
+    from mrc.io.transfer import run_transfer
+
+    if args.mode != "native":
+        raise UsageError("--pairs needs --mode native (hosts of the namespace fabric)")
+    from mrc.fabric import netns
+
+    netns.check_privileges()
+    fab = netns.load(args.prefix)
+    pairs = parse_pairs(args.pairs, fab.topo)
+    built = []
+    for src, dst in pairs:
+        a = copy.copy(args)
+        a.src, a.dst = fab.topo.node_name(src), fab.topo.node_name(dst)
+        built.append(_build(a))
+    fail_port = fab.parse_port(args.fail_link) if args.fail_link else None
+    netem_port = fab.parse_port(args.netem_link) if args.netem_link else None
+    if netem_port is not None and args.netem_loss is None:
+        raise UsageError("--netem-link needs --netem-loss PCT")
+    opts, rts = transfer_options(args)
+    reports: list[dict | None] = [None] * len(pairs)
+    faults: dict = {}
+    if netem_port is not None:
+        faults["netem"] = {"link": fab.topo.port_name(netem_port), "loss_pct": args.netem_loss,
+                           "where": netem(fab, netem_port, args.netem_loss, True)}
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            eps = []
+            for da, ta, db, tb, _, _ in built:
+                eps.append((await stack.enter_async_context(open_endpoint(da, ta)),
+                            await stack.enter_async_context(open_endpoint(db, tb))))
+
+            async def one(k):
+                ea, eb = eps[k]
+                reports[k] = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=pairs[k])
+
+            async def fail():
+                await trio.sleep(args.fail_at / 1000)
+                faults["down"] = {"link": fab.topo.port_name(fail_port), "where": netns.link_down(fab, fail_port),
+                                  "t_ps": eps[0][0].now()}
+
+            async with trio.open_nursery() as nursery:
+                for k in range(len(pairs)):
+                    nursery.start_soon(one, k)
+                if fail_port is not None:
+                    nursery.start_soon(fail)
+    finally:
+        if netem_port is not None:
+            netem(fab, netem_port, args.netem_loss, False)
+        if fail_port is not None and "down" in faults:
+            await trio.to_thread.run_sync(netns.link_up, fab, fail_port)
+    loc = localize_reports(fab.topo, reports, pairs)
+    return {"pairs": [[fab.topo.node_name(a), fab.topo.node_name(b)] for a, b in pairs], "transfers": reports,
+            "faults": faults, "localization": loc,
+            "verified": all(r["verified"] for r in reports)}
+
+
+def print_several(r: dict) -> None:
+    for (a, b), t in zip(r["pairs"], r["transfers"]):
+        print(f"{a} -> {b}: {t['bytes'] / (1 << 20):.1f} MiB, verified {'yes' if t['verified'] else 'NO'}, "
+              f"{t['seconds']:.3f} s, {len(t['ev_events'])} EV events")
+    f = r["faults"]
+    if "down" in f:
+        print(f"link down: {f['down']['link']} ({f['down']['where']})")
+    if "netem" in f:
+        print(f"netem loss {f['netem']['loss_pct']} %: {f['netem']['link']} ({', '.join(f['netem']['where'])})")
+    v = r["localization"]["verdict"]
+    print(f"localisation from {r['localization']['events']} EV events ({v['bad_paths']} bad paths):")
+    for s in v["suspects"]:
+        print(f"  {s['element']:<24} {s['kind']:<8} {s['verdict']:<10} score {s['score']:.2f}  "
+              f"{s['bad_paths']}/{s['paths']} paths bad from {s['pairs']} host pairs")
+    if not v["suspects"]:
+        print("  no suspect")

@@ -1,0 +1,115 @@
+"""report.html: written for a run, a directory of runs and a sweep's cells; opened in a real headless
+Chromium (Debian's `chromium` and `chromium-driver`): no console errors, every plot drawn."""
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from mrc.emulator import report, results
+from mrc.errors import ConfigError
+from tests.emulator.helpers import make, run
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+FABRIC = {"kind": "leaf-spine", "hosts_per_leaf": 4, "leaves": 4, "spines": 4, "planes": 2, "link_gbps": 100}
+
+
+def _scenario(transport):
+    return make(topology=FABRIC, transport={"name": transport},
+                workload={"kind": "permutation", "size_bytes": 1_000_000},
+                failures=[{"kind": "link-down", "at_us": 20, "link": ["p0.t0.1", "p0.t1.2"]}])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("rep")
+    for t in ("mrc", "roce-ecmp"):
+        r, _, _ = run(_scenario(t))
+        results.write(r, base / t, plots_too=True, plot_formats=("png", "svg"))
+    return base
+
+
+def test_run_writes_report_and_plots_with_markers(runs):
+    d = runs / "mrc"
+    assert (d / "report.html").is_file() and (d / "planes.csv").is_file()
+    for name in ("fct_cdf", "slowdown_by_size", "utilisation"):
+        assert (d / f"{name}.png").is_file() and (d / f"{name}.svg").is_file()
+    svg = (d / "utilisation.svg").read_text()
+    assert "(mrc)" in svg and "link-down" in svg and "localised" in svg  # title names the transport; markers
+    assert "(roce-ecmp)" in (runs / "roce-ecmp" / "fct_cdf.svg").read_text()
+    page = (d / "report.html").read_text()
+    assert page.count("Plotly.newPlot") >= 3 and "p0.t0.1-p0.t1.2" in page
+    assert "<script src=" not in page  # self-contained: plotly.js inline
+
+
+def test_report_of_several_runs_and_of_a_sweep(runs, tmp_path):
+    out = report.write(runs)
+    page = out.read_text()
+    assert "mrc" in page and "roce-ecmp" in page and page.count("Plotly.newPlot") >= 4
+    cells = tmp_path / "sweep" / "cells"
+    cells.mkdir(parents=True)
+    shutil.copytree(runs / "mrc", cells / "queue=1")
+    shutil.copytree(runs / "roce-ecmp", cells / "queue=2")
+    (tmp_path / "sweep" / "sweep.csv").write_text("cell,queue_bytes,fct_p99_us\nqueue=1,1,5.0\nqueue=2,2,6.0\n")
+    page = report.write(tmp_path / "sweep").read_text()
+    assert "cells/queue=1" in page and "<h2>Sweep</h2>" in page
+    with pytest.raises(ConfigError):
+        report.write(tmp_path / "empty-none")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError):
+        report.write(tmp_path / "empty")
+
+
+def test_cli_report_and_plot_format(runs, tmp_path, capsys):
+    from mrc.cli import main
+
+    assert main(["emu", "report", str(runs / "mrc"), "--out", str(tmp_path / "r.html"), "--qps", "0,1"]) == 0
+    assert (tmp_path / "r.html").is_file() and "report:" in capsys.readouterr().out
+    assert main(["emu", "report", str(runs), "--qps", "x"]) == 2
+    assert main(["emu", "run", "incast", "--plot-format", "gif", "--out", str(tmp_path / "x")]) == 2
+    assert "--plot-format" in capsys.readouterr().err
+
+
+def _browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--disable-background-networking", "--disable-extensions", "--disable-sync", "--no-first-run",
+              "--disable-component-update", "--window-size=1400,2400"):
+        opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
+
+
+@pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                    reason="Chromium not installed (Debian packages `chromium` and `chromium-driver`)")
+def test_report_in_headless_chromium(runs, tmp_path):
+    from PIL import Image
+
+    page = report.write(runs, tmp_path / "report.html")
+    drv = _browser()
+    try:
+        drv.set_page_load_timeout(60)
+        drv.get(page.resolve().as_uri())
+        drv.execute_script("return document.readyState")
+        n_plots = drv.execute_script("return document.querySelectorAll('.js-plotly-plot').length")
+        drawn = drv.execute_script(
+            "return Array.from(document.querySelectorAll('.js-plotly-plot')).filter("
+            "d => d.querySelector('svg.main-svg') && d.getBoundingClientRect().height > 100).length")
+        heat = drv.execute_script("return document.querySelectorAll('.js-plotly-plot .hm image, "
+                                  ".js-plotly-plot image').length")
+        errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+        drv.save_screenshot(str(tmp_path / "shot.png"))
+    finally:
+        drv.quit()
+    assert not errors, errors
+    assert n_plots >= 4 and drawn == n_plots and heat >= 2
+    img = np.asarray(Image.open(tmp_path / "shot.png").convert("RGB"))
+    colours = len(np.unique(img.reshape(-1, 3), axis=0))
+    non_white = np.mean(np.any(img < 240, axis=2))
+    assert colours > 200 and non_white > 0.05  # plots, not a blank page
