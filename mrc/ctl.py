@@ -366,6 +366,27 @@ class Controller(EvOpsMixin, EndpointMixin):
         p = self._get(self._ccs, profile_id, "CC profile")
         return {"state": p.state.name, "algorithm": p.algorithm, "config": dict(p.config), "qps": len(p.qps)}
 
+    # -- one-call setup ---------------------------------------------------------------------
+    def setup_ev_profile(self, profile_id: int = 1, *, count: int = 16, min_active: int | None = None,
+                         event_mask: int = EvState.GOOD | EvState.ASSUMED_BAD, seed: int | None = None) -> list[int]:
+        """An AUTO EV profile (the device picks `count` EVs, round robin over its ports) taken
+        INIT -> OFFLINE -> ONLINE in one call; returns its EVs. `min_active` defaults to count / 4
+        (the OCP example), `event_mask` to both event states. Explicit (EXP) and generated (GEN)
+        profiles need a format and fields: use `modify_ev_format_profile` / `modify_ev_profile`."""
+        self.modify_ev_profile(profile_id, mode="AUTO", count=count, seed=seed,
+                               min_active=max(1, count // 4) if min_active is None else min_active,
+                               event_mask=int(event_mask), state="OFFLINE")
+        self.modify_ev_profile(profile_id, state="ONLINE")
+        return [e["ev"] for e in self.query_ev_array(profile_id)]
+
+    def setup_cc_profile(self, profile_id: int = 1, *, algorithm: str = "uet-1.0-nscc", **config) -> None:
+        """A CC profile taken INIT -> OFFLINE -> ONLINE in one call. `config` holds
+        ``mrc_ctl_cc_nscc_cfg`` fields (times in ns; unset fields take the defaults of
+        `mrc.core.setup`: base RTT 8 us, the rest scaled from it and the device's rate). Algorithm
+        "none" is a fixed window and needs ``max_cwnd`` (bytes)."""
+        self.modify_cc_profile(profile_id, algorithm=algorithm, state="OFFLINE")
+        self.modify_cc_profile(profile_id, config=config or {"base_rtt": 8000}, state="ONLINE")
+
     # -- binding profiles to QPs -----------------------------------------------------------
     def _ev_profile(self, profile_id: int) -> EvProfile:
         return self._get(self._evps, profile_id, "EV profile")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,7 +29,11 @@ class EvProfileMode(enum.IntEnum):
 
 
 class EvState(enum.IntFlag):
-    """mrc_ctl_ev_state values."""
+    """mrc_ctl_ev_state values: GOOD (in use), ASSUMED_BAD (losses took it out of use; EV probes
+    bring it back), DENIED (the controller forbids it), UNKNOWN."""
+
+    def __repr__(self) -> str:
+        return f"EvState.{self.name}"
 
     GOOD = 1 << 0
     ASSUMED_BAD = 1 << 1
@@ -85,13 +90,20 @@ class CcProfile:
     qps: set = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EvEvent:
+    """An EV changed state on a QP (``mrc_ctl_ev_event``): the EV, its NIC port (1-based), the
+    new state (ASSUMED_BAD or GOOD) and how many earlier events the full queue dropped."""
+
     profile_id: int
     ev: int
     port: int
     drop_count: int
     state: EvState
+
+    def __repr__(self) -> str:
+        return (f"EvEvent(ev={self.ev:#x}, state={EvState(self.state).name}, port={self.port}, "
+                f"profile_id={self.profile_id}, drop_count={self.drop_count})")
 
 
 class EvEventQueue:
@@ -146,10 +158,19 @@ class EpRequest:
 
 @dataclass(frozen=True)
 class EpResponse:
+    """The answer to one endpoint request: its id, the local port it came back on (1-based), the
+    round-trip time in ns (``mrc_ctl_ep_rsp``), and whether the peer adjusted for its service time."""
+
     req_id: int
     port: int
-    rtt: int  # ns
+    rtt_ns: int
     adj_svc_time: bool = False
+
+    @property
+    def rtt(self) -> int:
+        """Deprecated spelling of `rtt_ns` (the unit is in the name now)."""
+        warnings.warn("EpResponse.rtt is deprecated; use rtt_ns (the same value, in ns)", DeprecationWarning, stacklevel=2)
+        return self.rtt_ns
 
 
 @dataclass

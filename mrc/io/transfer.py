@@ -194,7 +194,7 @@ async def probe_paths(ep: Endpoint, peer, timeout_s: float) -> dict:
     batch = ep.device.ctl.ep_batch_send("EV_PROBE", reqs, now=ep.now(), rsp_timeout_ns=int(timeout_s * 1e9))
     ep.wakeup()
     await ep.wait_condition(lambda: batch.done or batch.timed_out)
-    rtt = {r.req_id: r.rtt / 1e6 for r in batch.responses}
+    rtt = {r.req_id: r.rtt_ns / 1e6 for r in batch.responses}
     return {f"{e['ev']:#010x}": rtt.get(k) for k, e in enumerate(evs)}
 
 

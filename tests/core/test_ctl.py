@@ -415,7 +415,7 @@ def test_ev_probe_measures_the_rtt_between_two_devices(make_two_devices):
     reqs = [EpRequest(1, "B", 1, 0x1234), EpRequest(2, "B", 2, 0x5678)]
     batch = env.a.ctl.ep_batch_send("EV_PROBE", reqs, now=env.net.now, rsp_timeout_ns=100_000)
     assert env.net.run(lambda: batch.done)
-    assert sorted((r.req_id, r.port, r.rtt) for r in batch.responses) == [(1, 1, 6000), (2, 2, 6000)]
+    assert sorted((r.req_id, r.port, r.rtt_ns) for r in batch.responses) == [(1, 1, 6000), (2, 2, 6000)]
     assert not batch.timed_out
     env.net.drop = lambda rec: rec.src == "B"  # no answers: the batch times out
     lost = env.a.ctl.ep_batch_send("EV_PROBE", [EpRequest(3, "B", 1, 0x1234)], now=env.net.now, rsp_timeout_ns=50_000)
