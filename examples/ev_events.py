@@ -11,7 +11,7 @@ from mrc.units import US
 a, b = Device("a", seed=1), Device("b", seed=2)
 for dev in (a, b):
     dev.ctl.setup_ev_profile(1, count=8)            # AUTO: 8 EVs, 4 per port
-    dev.ctl.setup_cc_profile(1, base_rtt=8000)      # NSCC, base RTT 8000 ns
+    dev.ctl.setup_cc_profile(1, base_rtt_ns=8000)   # NSCC, base RTT 8 us
 print(a.ctl.query_ev_profile(1))
 events = a.ctl.create_ev_event_cq()                 # EV events of every QP using a's profiles
 qa, qb = a.create_qp(), b.create_qp()

@@ -64,7 +64,7 @@ async def main():
     a, b = Device("a", ports=1, port_rate_bps=10**9), Device("b", ports=1, port_rate_bps=10**9)
     for dev in (a, b):
         dev.ctl.setup_ev_profile(1, count=4)
-        dev.ctl.setup_cc_profile(1, base_rtt=1_000_000)
+        dev.ctl.setup_cc_profile(1, base_rtt_ns=1_000_000)
     loop = asyncio.get_running_loop()
     (ta, na), (tb, nb) = [await loop.create_datagram_endpoint(lambda d=d: Nic(d), local_addr=("127.0.0.1", 0))
                           for d in (a, b)]

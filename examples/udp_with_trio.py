@@ -13,7 +13,7 @@ async def main():
     a, b = (Device(name, port_rate_bps=1 * 10**9) for name in ("a", "b"))
     for dev in (a, b):
         dev.ctl.setup_ev_profile(1, count=16)
-        dev.ctl.setup_cc_profile(1, base_rtt=1_000_000)          # ns: 1 ms
+        dev.ctl.setup_cc_profile(1, base_rtt_ns=1_000_000)       # 1 ms
     qa, qb = a.create_qp(), b.create_qp()
     src = np.random.default_rng(0).integers(0, 256, 4 << 20, dtype=np.uint8)
     dst = np.zeros_like(src)

@@ -32,7 +32,7 @@ def setup_profiles(dev: Device, *, ev_mode: str = "EXP", ev_count: int = 16, min
         c.modify_ev_profile(1, mode=ev_mode, count=ev_count, min_active=min_active, event_mask=event_mask, state="OFFLINE")
     c.modify_ev_profile(1, state="ONLINE")
     c.modify_cc_profile(1, algorithm="uet-1.0-nscc", state="OFFLINE")
-    c.modify_cc_profile(1, config=cc if cc is not None else {"base_rtt": 8000}, state="ONLINE")
+    c.modify_cc_profile(1, config=cc if cc is not None else {"base_rtt_ns": 8000}, state="ONLINE")
 
 
 RTR = dict(rq_psn=0, mpr_dest=8, max_wimm_dest=16)
