@@ -79,4 +79,4 @@ def test_the_library_page_shows_each_example_verbatim():
     blocks = dict(re.findall(r"```python\n# (examples/[\w.]+)\n(.*?)```", page, flags=re.S))
     assert sorted(blocks) == sorted(f"examples/{n}" for n in EXPECTED), "every example appears once on the page"
     for path, code in blocks.items():
-        assert code == (ROOT / path).read_text(), f"docs/library.md shows an old copy of {path}"
+        assert code == (ROOT / path).read_text(), f"docs/library.md shows an old copy of {path}: run python docs/sync_examples.py"
