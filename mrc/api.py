@@ -68,6 +68,8 @@ ALLOWED_ATTRS = {
 
 @dataclass
 class QpCap:
+    """``ibv_qp_cap``: how many send and receive work requests a QP may have outstanding."""
+
     max_send_wr: int = 64
     max_recv_wr: int = 64
 

@@ -21,16 +21,22 @@ MRC_DEVICE_CAP_DYNAMIC_MPR = 1 << 1  # not supported here
 
 
 class Access(enum.IntFlag):
+    """Memory region access flags (``IBV_ACCESS_*``)."""
+
     LOCAL_WRITE = 1
     REMOTE_WRITE = 2
 
 
 class WcOpcode(enum.IntEnum):
+    """What a `WorkCompletion` completed."""
+
     RDMA_WRITE = 1
     RECV_RDMA_WITH_IMM = 2
 
 
 class SendOpcode(enum.Enum):
+    """``ibv_wr_opcode`` names for `QueuePair.post_send`; MRC permits only RDMA_WRITE and RDMA_WRITE_WITH_IMM."""
+
     RDMA_WRITE = "RDMA_WRITE"
     RDMA_WRITE_WITH_IMM = "RDMA_WRITE_WITH_IMM"
     SEND = "SEND"
@@ -163,6 +169,8 @@ class CompletionQueue:
 
 @dataclass
 class DeviceAttr:
+    """``mrc_device_attr``: the device's MRC limits and capabilities (`Device.query_device`)."""
+
     mrc_protocol_version: int = MRC_PROTOCOL_VERSION_1
     max_wimm: int = 65535
     max_wimm_dest: int = 65535

@@ -95,6 +95,7 @@ class Controller(EvOpsMixin, EndpointMixin):
 
     # -- device -------------------------------------------------------------------
     def query_device(self) -> dict:
+        """``mrc_ctl_query_device``: profile limits, supported CC algorithms, the up ports, optional features."""
         used = sum(p.count for p in self._evps.values() if p.state != ProfileState.INIT)
         return {
             "ev_max_profiles": 1024, "ev_max_count": 1 << 20, "ev_free_count": (1 << 20) - used,
@@ -108,6 +109,7 @@ class Controller(EvOpsMixin, EndpointMixin):
     # -- EV format profiles -----------------------------------------------------------
     def modify_ev_format_profile(self, profile_id: int, *, state: str | None = None, mode: str | EvMode | None = None,
                                  fields: list[int] | None = None) -> None:
+        """``mrc_ctl_modify_ev_format_profile``: MODE (STEV / SRv6 / UDP) and field widths, and the state."""
         what = f"EV format profile {profile_id}"
         p = self._fmts.setdefault(profile_id, EvFormatProfile())
         target = parse_enum(ProfileState, state, "ev_format.state") if state is not None else p.state
@@ -139,6 +141,7 @@ class Controller(EvOpsMixin, EndpointMixin):
         self._fmts[profile_id] = new
 
     def query_ev_format_profile(self, profile_id: int) -> dict:
+        """State, mode and field widths of an EV format profile."""
         p = self._get(self._fmts, profile_id, "EV format profile")
         return {"state": p.state.name, "mode": p.mode.name if p.mode is not None else None, "fields": list(p.widths)}
 
@@ -293,6 +296,7 @@ class Controller(EvOpsMixin, EndpointMixin):
         p.ports = [int(x) for x in ports]
 
     def query_ev_profile(self, profile_id: int) -> dict:
+        """State, mode, format, count, min_active, event mask, fields and bound QPs of an EV profile."""
         p = self._get(self._evps, profile_id, "EV profile")
         return {"state": p.state.name, "mode": p.mode.name if p.mode else None, "fmt_id": p.fmt_id, "count": p.count,
                 "min_active": p.min_active, "event_mask": p.event_mask, "fields": list(p.fields), "qps": len(p.qps)}

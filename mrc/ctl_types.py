@@ -17,12 +17,17 @@ from mrc.ev_fields import EvField
 from mrc.wire.constants import EndpointOp, EvMode
 
 class ProfileState(enum.IntEnum):
+    """A profile's state: INIT -> OFFLINE -> ONLINE (and back)."""
+
     INIT = 0
     OFFLINE = 1
     ONLINE = 2
 
 
 class EvProfileMode(enum.IntEnum):
+    """How an EV profile gets its EVs: AUTO (the device picks), EXP (the controller lists them), GEN (generated
+    from fields)."""
+
     AUTO = 1 << 0
     EXP = 1 << 1
     GEN = 1 << 2
@@ -52,6 +57,8 @@ CC_NS_KEYS = ("base_rtt", "adjust_period_threshold", "qa_threshold", "target_del
 
 @dataclass
 class EvFormatProfile:
+    """An EV format profile's configuration (the controller keeps it; query with `query_ev_format_profile`)."""
+
     state: ProfileState = ProfileState.INIT
     mode: EvMode | None = None
     widths: list[int] = field(default_factory=list)
@@ -59,6 +66,9 @@ class EvFormatProfile:
 
 @dataclass
 class EvProfile:
+    """An EV profile's configuration and EV array (the controller keeps it; query with `query_ev_profile` and
+    `query_ev_array`)."""
+
     state: ProfileState = ProfileState.INIT
     mode: EvProfileMode | None = None
     fmt_id: int | None = None
@@ -83,6 +93,8 @@ class EvProfile:
 
 @dataclass
 class CcProfile:
+    """A CC profile's algorithm and core row (the controller keeps it; query with `query_cc_profile`)."""
+
     state: ProfileState = ProfileState.INIT
     algorithm: str | None = None
     config: dict = field(default_factory=dict)
@@ -124,6 +136,7 @@ class EvEventQueue:
         self._dropped = 0
 
     def poll(self, num_entries: int = 16) -> list[EvEvent]:
+        """Remove and return up to `num_entries` events, oldest first."""
         out = []
         while self._q and len(out) < num_entries:
             out.append(self._q.popleft())
@@ -175,6 +188,9 @@ class EpResponse:
 
 @dataclass
 class EpBatch:
+    """A batch of endpoint requests in flight (`Controller.ep_batch_send`): responses arrive in `responses`;
+    `timed_out` turns true when the deadline (ps) passes first."""
+
     op: EndpointOp
     requests: list[EpRequest]
     deadline: int
@@ -184,6 +200,7 @@ class EpBatch:
 
     @property
     def done(self) -> bool:
+        """Every request has its response."""
         return len(self.responses) == len(self.requests)
 
 

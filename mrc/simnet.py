@@ -219,6 +219,7 @@ class SimNet:
         return [r for r in self.sent if r.is_data and r.time >= since and (src is None or r.src == src)]
 
     def statistics(self) -> SimNetStatistics:
+        """A `SimNetStatistics` snapshot: packets by fate, and the clock."""
         fates = [r.fate for r in self.sent]
         return SimNetStatistics(now_us=self.now / US, sent=len(self.sent), data_sent=sum(r.is_data for r in self.sent),
                                 delivered=fates.count("delivered"), dropped=fates.count("dropped"),
