@@ -183,6 +183,8 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     }
     if failure is not None:
         report["failure"] = _failure_report(fabric, failure, fail_info, failed_evs, events, trace, conn.qa, t0)
+    if conn.qa.state not in ("ERROR", "RESET") and (budget.cancelled_caught or not verified):
+        conn.qa.modify("ERROR")  # what is still posted is flushed (WR_FLUSH_ERR), so its region can go
     mr_a.deregister()
     mr_b.deregister()
     if budget.cancelled_caught and not verified:
