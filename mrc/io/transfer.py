@@ -81,8 +81,10 @@ class _Trace:
 
 
 async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *, rts: dict | None = None,
-                       fabric=None, hosts: tuple[int, int] | None = None, failure: FailurePlan | None = None) -> dict:
-    """Run one transfer from `ep_a` to `ep_b` (both serving); returns the report (a dict, JSON-ready)."""
+                       fabric=None, hosts: tuple[int, int] | None = None, failure: FailurePlan | None = None,
+                       started: trio.Event | None = None) -> dict:
+    """Run one transfer from `ep_a` to `ep_b` (both serving); returns the report (a dict, JSON-ready).
+    `started` is set when the clock starts (the first timed write is about to be posted)."""
     opts.check()
     dev_a, dev_b = ep_a.device, ep_b.device
     attrs = dict(timeout=timeout_exponent(opts.rto_ms), ev_probe_interval_ps=int(opts.ev_probe_interval_ms * 1e9),
@@ -111,6 +113,8 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
                        "each other (addresses, firewall, fabric down?)")
     base = {"requester": conn.qa.statistics(), "responder": conn.qb.statistics()}
     t0 = ep_a.now()
+    if started is not None:
+        started.set()
     fail_info: dict = {}
     done = {"completions": [], "t_end": None}
 
