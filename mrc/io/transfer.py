@@ -32,7 +32,7 @@ from mrc.io.session import connect, timeout_exponent
 
 DATA_OPCODES = range(0xC6, 0xCC)
 QP_COUNTERS = ("tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "losses",
-               "probes_tx", "rx_pkts", "rx_dup", "rx_oor", "rx_dropped", "sacks_tx", "nacks_tx")
+               "probes_tx", "rx_pkts", "rx_dup", "rx_oor", "rx_dropped", "rx_oow", "sacks_tx", "nacks_tx")
 
 
 @dataclass
