@@ -339,6 +339,15 @@ class Device:
         q["rng"] = self._ids.stream_seed(qpn)
         q["state"] = D.QPS_RESET
 
+    def peer_address(self, qp_num: int):
+        """The ``remote_address`` QP `qp_num` is connected to; None if there is no such QP or it has no peer yet."""
+        qp = self._by_qpn.get(qp_num)
+        return None if qp is None else qp.peer.address
+
+    def peer_addresses(self) -> list:
+        """Every connected QP's ``remote_address`` (the peers an I/O adapter may accept endpoint requests from)."""
+        return [qp.peer.address for qp in self._by_qpn.values() if qp.peer.address is not None]
+
     def initial_psn(self) -> int:
         """A first PSN for a QP's send queue (``sq_psn``; the peer's ``rq_psn``): random unless the device is seeded."""
         return self._ids.psn()

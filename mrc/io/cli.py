@@ -163,7 +163,9 @@ def print_report(r: dict) -> None:
     for side in ("requester", "responder"):
         s = r["endpoints"][side]
         print(f"  {side} endpoint: rx {s['rx_datagrams']} tx {s['tx_datagrams']} garbage {s['rx_garbage']} "
-              f"queue drops {s['rx_queue_drops']} tx errors {s['tx_errors']} no route {s['tx_no_route']}")
+              f"queue drops {s['rx_queue_drops']} tx errors {s['tx_errors']} no route {s['tx_no_route']} "
+              f"wrong source {s['rx_wrong_source']} endpoint requests refused "
+              f"{s['ep_unknown_source'] + s['ep_rate_limited']}")
 
 
 def register(parser) -> None:
