@@ -30,6 +30,7 @@ Write-with-Immediate may be posted.
 from __future__ import annotations
 
 import collections
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,51 @@ class QpCap:
 
     max_send_wr: int = 64
     max_recv_wr: int = 64
+
+
+class _IdSource:
+    """Where a Device's identifiers (QPNs, R_Keys / L_Keys, initial PSNs, per-QP generator seeds) come from.
+
+    Without a seed they are drawn from the operating system's CSPRNG (`secrets`): an off-path sender
+    cannot guess a QPN, an R_Key or a PSN window from the seed or from another run. With an explicit
+    seed (tests, reproducible examples) they come from ``numpy.random.default_rng(seed)`` and QPNs are
+    numbered ``0x10 + (seed % 0x1000) x 0x10 + n``, as before.
+    """
+
+    def __init__(self, seed: int | None):
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+        self._next_qpn = None if seed is None else 0x10 + (seed % 0x1000) * 0x10
+
+    def psn(self) -> int:
+        """An initial PSN (24 bits)."""
+        return secrets.randbits(24) if self._rng is None else int(self._rng.integers(0, 1 << 24))
+
+    def key_pair(self) -> tuple[int, int]:
+        """(L_Key, R_Key) candidates, 32 bits each (the caller rejects 0 and keys in use)."""
+        if self._rng is None:
+            return secrets.randbits(32), secrets.randbits(32)
+        lkey, rkey = (int(x) for x in self._rng.integers(1, 1 << 32, size=2))
+        return lkey, rkey
+
+    def qpn(self, in_use) -> int:
+        """A QPN not in `in_use`, never the endpoint QPN or 0..0xF."""
+        if self._rng is not None:
+            qpn = self._next_qpn
+            self._next_qpn += 1
+            return qpn
+        while True:
+            qpn = secrets.randbits(24)
+            if qpn >= 0x10 and qpn != ENDPOINT_QPN and qpn not in in_use:
+                return qpn
+
+    def profile_seed(self, profile_id: int) -> int:
+        """The seed an AUTO / generated EV profile draws its EVs from."""
+        return secrets.randbits(63) if self.seed is None else self.seed * 1_000_003 + profile_id
+
+    def stream_seed(self, qpn: int) -> int:
+        """The seed of a QP's own generator (EV choices): from (seed, QPN), or fresh random bits."""
+        return seed_state(secrets.randbits(64) if self.seed is None else self.seed, qpn)
 
 
 @dataclass
@@ -161,7 +207,7 @@ class QueuePair:
         q = self.device.T.qp[self.index]
         names = ["tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
                  "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "rx_oor",
-                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
+                 "rx_dropped", "rx_oow", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
         return {n: int(q[n]) for n in names} | {"cwnd": float(q["cwnd"])}
 
     def ev_states(self) -> list[dict]:
@@ -242,7 +288,7 @@ class Device:
 
     def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
                  max_mpr: int = 8, max_wr: int = 64, n_mr: int = 64, port_rate_bps: int = 100 * 10**9,
-                 mtu: int = 4096, seed: int = 0, address: object = None):
+                 mtu: int = 4096, seed: int | None = None, address: object = None):
         if not 1 <= ports <= D.MAX_PLANES:
             raise UsageError(f"Device: ports must be in [1, {D.MAX_PLANES}], got {ports}")
         if not 1 <= max_mpr <= 255:
@@ -259,7 +305,7 @@ class Device:
         self.port_rate_bps = port_rate_bps
         self.T = tables.allocate(max_qp, max_ev=max_ev, window=window, max_wr=max_wr, max_recv=max_wr,
                                  n_mr=n_mr, n_cc=64, evt_capacity=4096)
-        self._rng = np.random.default_rng(seed)
+        self._ids = _IdSource(seed)
         self._qps: list[QueuePair | None] = [None] * max_qp
         self._by_qpn: dict[int, QueuePair] = {}
         self._mrs: list[MemoryRegion | None] = [None] * n_mr
@@ -267,7 +313,6 @@ class Device:
         self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
         self._kinds = np.zeros(64, dtype=np.int64)
         self._src = np.zeros((64, 3), dtype=np.int64)
-        self._next_qpn = 0x10 + (seed % 0x1000) * 0x10
         from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
 
         self.ctl = Controller(self)
@@ -294,7 +339,7 @@ class Device:
         keys = {int(r["lkey"]) for r in self.T.mr if r["valid"]} | {int(r["rkey"]) for r in self.T.mr if r["valid"]}
         lkey = rkey = 0
         while lkey in keys or rkey in keys or lkey == rkey or lkey == 0 or rkey == 0:
-            lkey, rkey = (int(x) for x in self._rng.integers(1, 1 << 32, size=2))
+            lkey, rkey = self._ids.key_pair()
         row = self.T.mr[index]
         row["lkey"], row["rkey"] = lkey, rkey
         row["access"] = 1 if access & Access.REMOTE_WRITE else 0
@@ -329,8 +374,7 @@ class Device:
             index = self._qps.index(None)
         except ValueError:
             raise UsageError(f"create_qp: all {len(self._qps)} QPs are in use") from None
-        qpn = self._next_qpn
-        self._next_qpn += 1
+        qpn = self._ids.qpn(self._by_qpn)
         self._clear_qp_row(index, qpn)
         qp = QueuePair(self, index, send_cq, recv_cq or send_cq, cap)
         self._qps[index] = qp
@@ -355,8 +399,21 @@ class Device:
         q["qpn"] = qpn
         for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
             q[f] = index
-        q["rng"] = seed_state(self.seed, qpn)
+        q["rng"] = self._ids.stream_seed(qpn)
         q["state"] = D.QPS_RESET
+
+    def peer_address(self, qp_num: int):
+        """The ``remote_address`` QP `qp_num` is connected to; None if there is no such QP or it has no peer yet."""
+        qp = self._by_qpn.get(qp_num)
+        return None if qp is None else qp.peer.address
+
+    def peer_addresses(self) -> list:
+        """Every connected QP's ``remote_address`` (the peers an I/O adapter may accept endpoint requests from)."""
+        return [qp.peer.address for qp in self._by_qpn.values() if qp.peer.address is not None]
+
+    def initial_psn(self) -> int:
+        """A first PSN for a QP's send queue (``sq_psn``; the peer's ``rq_psn``): random unless the device is seeded."""
+        return self._ids.psn()
 
     def get_async_event(self) -> AsyncEvent | None:
         """``ibv_get_async_event`` without blocking: the oldest `AsyncEvent`, or None."""

@@ -12,6 +12,14 @@ Sources and choices (docs/protocol.md):
   penalty. PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
   and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
+- Every SACK, NACK and AETH NAK is checked against the requester's window
+  before it changes anything (a peer's packet is hostile until it fits): a
+  NACK or AETH NAK must name a PSN that was sent (and, for an AETH NAK or an
+  UNEXP_EVENT NACK, one still unacknowledged: what IBTA / UET make fatal is
+  fatal only then); a SACK must acknowledge nothing beyond ``sq_psn`` and be
+  at most ``MAX_PSN_SPAN`` behind ``una_psn``. Anything else is counted in
+  ``rx_oow`` and dropped without an answer (answering would let a forger
+  aim our packets at the real peer).
 - Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
   unacknowledged packet is lost once a packet sent after it (in the QP's
   total send order ``tx_seq``) has been acknowledged and it has been out for
@@ -254,19 +262,29 @@ def _probe_answer_only(T, i, p, now):
 
 
 @njit_core(inline="always")
+def sack_in_window(q, new_una):
+    """Whether a SACK whose cumulative ack ends before `new_una` can come from the peer: it acknowledges
+    nothing never sent (``new_una`` <= ``sq_psn``) and is at most `D.MAX_PSN_SPAN` older than ``una_psn``."""
+    return psn_diff(q["sq_psn"], new_una) >= 0 and psn_diff(q["una_psn"], new_una) <= D.MAX_PSN_SPAN
+
+
+@njit_core(inline="always")
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
-    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
-        if q["state"] == D.QPS_RTS and p["pr"]:
-            _probe_answer_only(T, i, p, now)
-        else:
-            q["rx_dropped"] += 1
+    if q["state"] != D.QPS_RTS:
+        q["rx_dropped"] += 1
         return
     cack = p["cack_psn"] & 0xFFFFFF
     new_una = psn_add(cack, 1)
-    if psn_diff(q["sq_psn"], new_una) < 0:
-        q["rx_dropped"] += 1  # acknowledges PSNs never sent: ignore
+    if not sack_in_window(q, new_una):
+        q["rx_oow"] += 1
+        return
+    if q["tx_row"] < 0:
+        if p["pr"]:
+            _probe_answer_only(T, i, p, now)
+        else:
+            q["rx_dropped"] += 1
         return
     q["sacks_rx"] += 1
     if p["mpr"] != 0:
@@ -344,14 +362,17 @@ def on_nack(T, i, p, now):
     if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
         q["rx_dropped"] += 1
         return
-    q["nacks_rx"] += 1
     reason = p["nack_reason"]
     psn = p["nack_psn"] & 0xFFFFFF
-    if reason == NR_UNEXP_EVENT:
-        enter_error(T, i, D.ERR_REMOTE_FATAL, now)
+    if psn_diff(q["sq_psn"], psn) <= 0 or psn_diff(q["una_psn"], psn) > D.MAX_PSN_SPAN:
+        q["rx_oow"] += 1  # never sent, or older than any PSN the peer could still answer: not our peer's
         return
-    if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
-        return  # stale: already acknowledged, or never sent
+    q["nacks_rx"] += 1
+    if psn_diff(psn, q["una_psn"]) < 0:
+        return  # stale: already acknowledged
+    if reason == NR_UNEXP_EVENT:
+        enter_error(T, i, D.ERR_REMOTE_FATAL, now)  # fatal only for a PSN still in flight
+        return
     ent = tx_slot(T, q, psn)
     slot = ent["ev_slot"]
     ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
@@ -388,6 +409,10 @@ def on_aeth(T, i, p, now):
         return
     syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
+        psn = p["psn"] & 0xFFFFFF
+        if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
+            q["rx_oow"] += 1  # a NAK names the PSN refused, which is still unacknowledged: not our peer's
+            return
         code = syn & 0x1F
         if code == 1:
             status = D.WC_REM_INV_REQ_ERR

@@ -60,7 +60,8 @@ def _build(args):
         ports = t.n_planes
     devs = []
     for k, name in enumerate(("requester", "responder")):
-        d = S.make_device(name, ports, seed=args.seed + k, port_gbps=args.port_gbps, mtu=args.mtu)
+        id_seed = None if args.id_seed is None else args.id_seed + k  # QPNs, R_Keys, PSNs: random unless asked
+        d = S.make_device(name, ports, seed=id_seed, port_gbps=args.port_gbps, mtu=args.mtu)
         if args.mode == "udp":
             S.setup_udp_profiles(d, args.ev_count)
         else:
@@ -163,7 +164,9 @@ def print_report(r: dict) -> None:
     for side in ("requester", "responder"):
         s = r["endpoints"][side]
         print(f"  {side} endpoint: rx {s['rx_datagrams']} tx {s['tx_datagrams']} garbage {s['rx_garbage']} "
-              f"queue drops {s['rx_queue_drops']} tx errors {s['tx_errors']} no route {s['tx_no_route']}")
+              f"queue drops {s['rx_queue_drops']} tx errors {s['tx_errors']} no route {s['tx_no_route']} "
+              f"wrong source {s['rx_wrong_source']} endpoint requests refused "
+              f"{s['ep_unknown_source'] + s['ep_rate_limited']}")
 
 
 def register(parser) -> None:
@@ -214,7 +217,9 @@ def register(parser) -> None:
                    help="EV probe interval of ASSUMED_BAD EVs")
     g.add_argument("--rev-probe-interval-ms", type=float, default=DEFAULTS["rev_probe_interval_ms"],
                    help="reverse-path probe interval")
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="seed of the data written (default 1)")
+    p.add_argument("--id-seed", type=int, default=None, help="draw QPNs, R_Keys and initial PSNs from this seed "
+                   "(reproducible, guessable: for tests); default: the operating system's CSPRNG")
     p.add_argument("--timeout-s", type=float, default=120.0, help="give up (and say so) after this long")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_transfer)

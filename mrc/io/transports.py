@@ -66,6 +66,16 @@ class Peer:
         """Host `host` of a `mrc.fabric` topology: its address on every plane, UDP port `udp_port`."""
         return cls(tuple((str(topo.host_address(host, p)), udp_port) for p in range(topo.n_planes)), host)
 
+    def sent(self, port: int, src: "Peer") -> bool:
+        """Whether a datagram that arrived on NIC port `port` from `src` (what ``unframe_untrusted`` returned)
+        comes from this peer's address on that port: the (host, UDP port) pair, or for a fabric host its
+        address on that plane."""
+        if not isinstance(src, Peer) or port >= len(self.addrs) or port >= len(src.addrs) or self.addrs[port] is None:
+            return False
+        if self.host is not None:
+            return src.host == self.host
+        return src.addrs[port] == self.addrs[port]
+
     def __str__(self) -> str:
         where = ", ".join("-" if a is None else format_addr(a) for a in self.addrs)
         return f"h{self.host} ({where})" if self.host is not None else where
@@ -209,7 +219,7 @@ class NativeSrv6:
         self.codec = Codec(ev_mode=EvMode.STEV, dport=udp_port, verify_udp=False)  # the kernel checked UDP
         self._nets: dict = {}  # (Peer, plane, ev) -> (NET row, carrier text)
         self._local_packed = [ipaddress.IPv6Address(a).packed for a, _ in self.local]
-        self._by_addr = {str(topo.host_address(h, p)): h for h in range(topo.n_hosts) for p in range(topo.n_planes)}
+        self._by_addr = {str(topo.host_address(h, p)): (h, p) for h in range(topo.n_hosts) for p in range(topo.n_planes)}
         self._sources: dict = {}  # (port, source address text, source port) -> (packed address, Peer)
 
     @property
@@ -290,7 +300,9 @@ class NativeSrv6:
         source = self._sources.get((port, addr[0], addr[1]))
         if source is None:
             src = ipaddress.IPv6Address(addr[0].split("%")[0])
-            h = self._by_addr.get(str(src))
+            h, plane = self._by_addr.get(str(src), (None, None))
+            if plane != port:
+                h = None  # a host's address on another plane: not where this port's packets come from
             peer = Peer.fabric_host(self.topo, h, self.udp_port) if h is not None else Peer(
                 tuple((str(src), int(addr[1])) if k == port else None for k in range(self.ports)))
             if len(self._sources) > 1 << 16:
