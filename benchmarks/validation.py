@@ -5,8 +5,8 @@
     python benchmarks/validation.py --seeds 1-10 --ls-seeds 1-5   # fewer seeds on the 8192-host leaf-spine
 
 Each setup is a sweep (`mrc.emulator.sweep`, docs/sweeps.md) of the library scenario that ships
-htsim's ``.cm`` matrix, over ``spray``, ``reps``, ``roce-ecmp`` and ``mrc-1ev`` and the seeds, kept
-in ``RUNS/<scenario>`` (``mrc-1ev`` on the fat-trees only) (default RUNS: runs/validation) and resumed, so a second run re-uses every
+htsim's ``.cm`` matrix, over ``spray``, ``reps``, ``roce-ecmp`` (and ``mrc-1ev`` on k=8) and the
+seeds, kept in ``RUNS/<scenario>`` (default RUNS: runs/validation) and resumed, so a second run re-uses every
 cell whose scenario, transport, seed and code are unchanged. Printed (Markdown): per setup and
 transport the htsim figures it is compared with (uet-htsim 40ccb05, measured on this machine type:
 the project's spec notes, validation-sources 1), our median over the seeds with the range
@@ -27,7 +27,8 @@ SETUPS = {  # id: (library scenario, label)
     "ls": ("leafspine-8192-permutation", "8192-host leaf-spine 400G, 8192 x 1 MB"),
 }
 TRANSPORTS = ["spray", "reps", "roce-ecmp", "mrc-1ev"]
-LS_TRANSPORTS = TRANSPORTS[:3]  # the 8192-host cells take minutes each on a shared machine: mrc-1ev only on the fat-trees
+# mrc-1ev's cells take minutes each on k=16 and the leaf-spine on a shared machine: k=8 only
+SETUP_TRANSPORTS = {"k8": TRANSPORTS, "k16": TRANSPORTS[:3], "ls": TRANSPORTS[:3]}
 # uet-htsim 40ccb05 (htsim_uec -tm FILE -sender_cc_only -end 20000; -paths 128; ECMP = oblivious -paths 1):
 # FCT p50 / p99 / max in us and trimmed/retransmitted packets (spec notes, validation-sources 1)
 HTSIM = {
@@ -43,7 +44,7 @@ def sweep_setup(sid: str, seeds: str, runs: pathlib.Path, workers: int):
     from mrc.emulator import sweep
 
     name, _ = SETUPS[sid]
-    return sweep(name, transports=LS_TRANSPORTS if sid == "ls" else TRANSPORTS, seeds=seeds, out=runs / name, workers=workers, resume=True,
+    return sweep(name, transports=SETUP_TRANSPORTS[sid], seeds=seeds, out=runs / name, workers=workers, resume=True,
                  plots=False, echo=lambda line: print(f"  {line}", file=sys.stderr))
 
 
