@@ -91,6 +91,7 @@ class Failure:
     until_us: float | None = None
     probability: float = 0.0
     rate_fraction: float = 1.0
+    scale_queue: bool = True  # degrade: scale the ports' queue limit and ECN thresholds with the rate (htsim)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -397,6 +398,7 @@ def parse_failure(t: Table, topo: Topology) -> Failure:
         extra["probability"] = t.num("probability", lo=0, hi=1, lo_open=True)
     if kind == "degrade":
         extra["rate_fraction"] = t.num("rate_fraction", lo=0, hi=1, lo_open=True)
+        extra["scale_queue"] = t.bool("scale_queue", True)
     t.done()
     return Failure(kind, at, tuple(int(q) for q in ports), target, **extra)
 

@@ -120,6 +120,7 @@ PORTS = np.dtype([
     ("in_bytes", np.int64),  # PFC: bytes in this node's buffers that entered through this port
     ("gray", np.float64),  # drop probability on this wire (gray failure)
     ("tx_bytes", np.int64),
+    ("qscale", np.float64),  # data queue limit and ECN thresholds x this (a degraded link, htsim's -failed)
     # statistics
     ("tx_pkts", np.int64),
     ("drops", np.int64),
@@ -211,6 +212,7 @@ A_RATE = 8  # value: fraction of the nominal rate
 A_WATCH = 9  # the fault: count packets directed to the port (reroute metrics)
 A_MARK = 10  # record the failure's time only
 A_PREWATCH = 11  # shortly before the fault: flows whose data reaches the port are "affected"
+A_QSCALE = 12  # value: the port's data queue limit and ECN thresholds as a fraction of the switch's
 
 # port watch phases (PORTS.watch)
 WATCH_NONE = 0

@@ -333,6 +333,7 @@ _QP_GROUPS = [
         ("reps_fhead", np.uint8),  # freezing: next entry to reuse
         ("reps_frozen", np.uint8),
         ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
+        ("reps_per_psn", np.uint8),  # 1: an unmarked SACK recycles the EV of every PSN it newly acks (config)
     ]),
 ]
 QP, QP_LINES = _line_grouped(_QP_GROUPS)

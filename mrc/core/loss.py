@@ -61,7 +61,6 @@ NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_NO_BITMAP = int(NackReason.NO_BITMAP)
 NR_NO_PKT_BUFFER = int(NackReason.NO_PKT_BUFFER)
 NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
-NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
 
@@ -115,13 +114,14 @@ def mark_lost(T, i, psn, trimmed):
 
 
 @njit_core
-def _retire_ev_after_loss(T, i, slot, now):
-    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
+def _retire_ev_after_loss(T, i, slot, now, timeout):
+    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent.
+    `timeout`: declared by the retransmission timeout (REPS freezes on those only), not by RACK."""
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
-    if q["ev_policy"] == D.EVP_REPS:
-        evpolicy.feedback(T, i, slot, evpolicy.FB_LOSS, now)
+    if timeout and q["ev_policy"] == D.EVP_REPS:
+        evpolicy.feedback(T, i, slot, evpolicy.FB_TIMEOUT, now)
     before = e["state"]
     after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
@@ -153,7 +153,7 @@ def detect_losses(T, i, now):
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
                 nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
-                _retire_ev_after_loss(T, i, slot, now)
+                _retire_ev_after_loss(T, i, slot, now, False)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
         psn = psn_add(psn, 1)
@@ -304,10 +304,15 @@ def on_sack(T, i, p, now):
         if ent["state"] != D.TX_FREE and ent["ev_slot"] >= 0 and T.ev[q["ev_row"], ent["ev_slot"]]["ev"] == p["entropy"]:
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
+    # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
+    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == 0 and q["reps_per_psn"] != 0
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
-        newly += _acked(q, ent, now)
+        got = _acked(q, ent, now)
+        if recycle and got > 0:
+            evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+        newly += got
         ent["state"] = D.TX_FREE
         q["una_psn"] = psn_add(q["una_psn"], 1)
     base = psn_add(cack, i64(p["sack_offset"]))
@@ -318,7 +323,10 @@ def on_sack(T, i, p, now):
             if psn_diff(psn, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], psn) > 0:
                 ent = tx_slot(T, q, psn)
                 if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
-                    newly += _acked(q, ent, now)
+                    got = _acked(q, ent, now)
+                    if recycle and got > 0:
+                        evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+                    newly += got
                     ent["state"] = D.TX_SACKED
     rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
     # the EV the SACK reflects: the trigger's slot when it matched, else look it up
@@ -336,7 +344,7 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS:
+        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
             evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == 1:
             q["ecn_sacks_rx"] += 1
@@ -380,8 +388,8 @@ def on_nack(T, i, p, now):
     # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
     # data queues, so it would make RACK declare queued packets lost
     rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
-    if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
-        q["peer_mpr"] = p["mpr"]
+    # PSN_OOR_WINDOW: the responder dropped a PSN beyond its window; NETH has no MPR field, so the
+    # packet is simply resent (below) and the window is learnt from the SACKs' SETH mpr
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
@@ -444,7 +452,7 @@ def on_rto(T, i, now):
             slot = ent["ev_slot"]
             mark_lost(T, i, psn, False)
             q["losses"] += 1
-            _retire_ev_after_loss(T, i, slot, now)
+            _retire_ev_after_loss(T, i, slot, now, True)
         psn = psn_add(psn, 1)
     nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)
