@@ -7,9 +7,10 @@ Sources and choices (docs/protocol.md):
   b`` (UET ACK_CC layout, mrc-public-notes 2.4). Only the holes are
   retransmitted (MANI 3.6).
 - NACK TRIMMED: retransmit now and SKIP the EV; TRIMMED_LASTHOP: retransmit,
-  no EV penalty (MANI 3.5/3.6). NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE: the
-  responder lacked resources: retransmit, count it as congestion, no EV
-  penalty. PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
+  no EV penalty (MANI 3.5/3.6); NSCC takes the trimmed packet's bytes off
+  the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
+  NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
+  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
   and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
 - Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
@@ -20,6 +21,7 @@ Sources and choices (docs/protocol.md):
   retransmitting any packets that may have been lost"): every packet still
   in flight on that EV is retransmitted too. Loss detection by time rather
   than by duplicate count is what UET's spraying-tolerant recovery does.
+  NSCC takes each lost packet's bytes off the window (NSCC.OnInferredLoss).
 - RTT (MRC notes 3.5: "from TSETH timestamp reflected in CC_STATE or from a
   local send-time database"): a sample is now minus our own send time of the
   transmission the feedback answers (the SACK's trigger PSN cack_psn +
@@ -144,7 +146,7 @@ def detect_losses(T, i, now):
                 slot = ent["ev_slot"]
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
-                nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
                 _retire_ev_after_loss(T, i, slot, now)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
@@ -328,8 +330,7 @@ def on_sack(T, i, p, now):
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
-        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, trigger, now)
-        nscc.penalty(q, c, newly, p["rcv_cwnd_pen"])
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
         if q["rto_marked_since"] != D.NO_DEADLINE:
             _reprobe_after_timeout(T, i, now)
@@ -365,15 +366,13 @@ def on_nack(T, i, p, now):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
         q["trims_rx"] += 1
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
+        nscc.trim(q, T.cc[q["cc_profile"]], ent["length"], rtt, now)
         if not ev_matches:
             slot = evset.find_slot(T, i, p["entropy"])
         if slot >= 0:
             T.ev[q["ev_row"], slot]["trims"] += 1
             if reason == NR_TRIMMED:
                 evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
-    elif reason == NR_NO_BITMAP or reason == NR_NO_PKT_BUFFER or reason == NR_NO_RESOURCE:
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
 
 
 @njit_core(inline="always")
@@ -419,9 +418,9 @@ def on_rto(T, i, now):
             slot = ent["ev_slot"]
             mark_lost(T, i, psn, False)
             q["losses"] += 1
+            nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
             _retire_ev_after_loss(T, i, slot, now)
         psn = psn_add(psn, 1)
-    nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)
     # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it
     # retired EVs (`_reprobe_after_timeout`), and let our own control packets (answers to the

@@ -47,13 +47,17 @@ trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"
 ======================  ==============  =======================================
 
-NSCC profile defaults come from UET 1.0 NSCC as implemented in the UEC htsim
-(mrc-public-notes 7.2), scaled by the bandwidth-delay product ``bdp`` of the
-QP (all planes): target 0.75 x base RTT, max_cwnd 1.5 x BDP, initial window
-one BDP, gamma 0.8, max_md_jump 0.5, eta 0.15 MTU, fi 5 MTU, fi_scale 0.25,
-proportional gain 4 MTU / target, fast increase below 1 us of queuing,
-adjustment every 8 MTU or one base RTT, QuickAdapt gate 3 and threshold
-4 x target, delay EWMA 0.0125.
+NSCC profile defaults are the UE Specification 1.0.3 values (3.6.13.3, Table
+3-77) with the scaling UEC htsim applies (``UecSrc::initNsccParams``), for the
+bandwidth-delay product ``bdp`` of the QP (all planes) at ``config_base_rtt``:
+``a = bdp / (100 Gb/s x 12 us)``, ``b = target / 12 us``; target 0.75 x base RTT
+with trimming (1.0 x without), max_cwnd 1.5 x BDP, initial window MaxWnd (Table
+3-77), gamma 0.8, max_md_jump 0.5 (the smallest MD factor), eta 0.15 MTU x a,
+fi 5 MTU x a, fi_scale 0.25 x a, alpha (``pi_gain``) 4 MTU x a x b / target,
+fast increase below 1 us of queuing (htsim's "delay ~= 0"), adjustment every
+8 MTU or one base RTT, QuickAdapt gate 3 and threshold 4 x target, delay EWMA
+0.0125 with htsim's filter (unmarked samples above target count as 0.25 base
+RTT unless above 5 base RTTs).
 """
 from __future__ import annotations
 
@@ -140,37 +144,50 @@ QP_BOUNDS = {
 }
 
 
-def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US, **overrides) -> dict:
+# UE 1.0.3 3.6.13.3 / UEC htsim: the increase constants are defined on a reference network of
+# 100 Gb/s and a 12 us base RTT, and scaled to this one
+REF_BDP_BYTES = 100 * 10**9 * 12 // (8 * 10**6)
+REF_RTT_PS = 12 * US
+
+
+def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US,
+                 trimming: bool = True, **overrides) -> dict:
     """An NSCC CC-profile row (as a dict) for a QP of aggregate rate `rate_bps`.
 
+    `trimming` says whether the fabric trims (target 0.75 x base RTT) or not (1.0 x).
     Parameters derived from others (QuickAdapt threshold and proportional gain from
     ``target_delay``; initial and minimum window from ``max_cwnd``) follow an
     overridden value unless they are overridden themselves, so a profile that only
     lowers ``max_cwnd`` also starts within it.
     """
     bdp = rate_bps * base_rtt_ps // (8 * 10**12)
-    target = overrides.get("target_delay", base_rtt_ps * 3 // 4)
+    target = overrides.get("target_delay", base_rtt_ps * 3 // 4 if trimming else base_rtt_ps)
     max_cwnd = overrides.get("max_cwnd", max(3 * bdp // 2, mtu))
+    a = bdp / REF_BDP_BYTES  # scaling_a
+    b = target / REF_RTT_PS  # scaling_b
     prof = {
         "algorithm": D.CC_NSCC,
         "disable_qa": 0,
         "adjust_bytes_threshold": 8 * mtu,
         "adjust_period_threshold": base_rtt_ps,
         "base_rtt": base_rtt_ps,
-        "eta": 0.15 * mtu,
-        "fi": 5.0 * mtu,
-        "fi_scale": 0.25,
+        "eta": 0.15 * mtu * a,
+        "fi": 5.0 * mtu * a,
+        "fi_scale": 0.25 * a,
         "gamma": 0.8,
         "max_md_jump": 0.5,
         "max_cwnd": max_cwnd,
         "min_cwnd": min(mtu, max_cwnd),
-        "init_cwnd": min(max(bdp, mtu), max_cwnd),
+        "init_cwnd": max_cwnd,
         "qa_gate": 3,
         "qa_threshold": 4 * target,
         "target_delay": target,
-        "pi_gain": 4.0 * mtu / max(target, 1),
+        "pi_gain": 4.0 * mtu * a * b / max(target, 1),
         "fast_increase_delay": 1 * US,
         "delay_ewma": 0.0125,
+        "delay_filter": 1,
+        "delay_filter_low": 0.25,
+        "delay_filter_cap": 5.0,
     }
     return _checked_cc({**prof, **overrides})
 
@@ -195,6 +212,10 @@ def _checked_cc(prof: dict) -> dict:
         raise ConfigError("cc.init_cwnd", prof["init_cwnd"], f"must be within [min_cwnd, max_cwnd] = [{prof['min_cwnd']}, {prof['max_cwnd']}]")
     if not 0.0 <= prof["max_md_jump"] <= 1.0:
         raise ConfigError("cc.max_md_jump", prof["max_md_jump"], "must be within [0, 1]")
+    if not 0.0 <= prof["delay_ewma"] <= 1.0:
+        raise ConfigError("cc.delay_ewma", prof["delay_ewma"], "must be within [0, 1]")
+    if prof["delay_filter"] not in (0, 1):
+        raise ConfigError("cc.delay_filter", prof["delay_filter"], "must be 0 or 1")
     if not 0.0 <= prof["gamma"]:
         raise ConfigError("cc.gamma", prof["gamma"], "must be non-negative")
     if not 0 <= prof["qa_gate"] <= 63:
