@@ -294,7 +294,9 @@ MUTANTS = [
            collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]')),
     Mutant("sticky-ev", "stamps every data packet with the first EV of its plane (no spraying)", tx=_sticky,
            tx_ops=DATA,
-           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier')),
+           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier',
+                       # SACKs reflect an EV the PSN was not sent on: no RTT sample, so NSCC.OnACK stops early
+                       'nscc.quadrant[ecn-high-delay]', 'nscc.quadrant[no-ecn-low-delay]', 'nscc.quick-adapt')),
     Mutant("rqmsn-equals-msn", "writes the MSN into the RQMSN field", tx=lambda ep, v: v.set(rqmsn=v["msn"]),
            tx_ops=DATA),
     Mutant("ignores-max-wimm", "ignores max_wimm (any number of WriteIMM outstanding)", config=_cfg(max_wimm=65535),
