@@ -50,6 +50,10 @@ rev_probe_miss_bad       false                       an unanswered reverse probe
                                                      on the probed EV (ours)
 rto_reprobe              true                        probe the EVs a SACK-less timeout retired as
                                                      soon as SACKs resume (ours)
+rack                     true                        RACK loss detection (ours; false: losses are
+                                                     found by RTO, trim NACKs and probes only)
+rto_retire               true                        an RTO retires every EV with data in flight
+                                                     (ours; false: the oldest packet's EV only)
 trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
 cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
@@ -176,6 +180,8 @@ def parse(t: Table, topo, v: Variant) -> dict:
         rev_rotate=t.bool("rev_rotate", True),
         rev_probe_miss_bad=t.bool("rev_probe_miss_bad", False),
         rto_reprobe=t.bool("rto_reprobe", True),
+        rack=t.bool("rack", True),
+        rto_retire=t.bool("rto_retire", True),
         trim_nack=t.bool("trim_nack", True),
         cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
@@ -297,11 +303,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         col = np.arange(max_ev)[None, :]
         T.ev["state"][:n_qp] = np.where(col < n_ev[:n_qp, None], D.EV_GOOD, D.EV_UNUSED)
 
-    # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT
+    # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT, and
+    # whether its switches trim (UE 1.0.3 3.6.13.3: target 0.75 x base RTT with trimming, 1.0 x without)
     if p["cc"] == "none":
         cc = core_setup.fixed_window_profile(window_bytes=max_window, base_rtt_ps=base_rtt, mtu=mtu)
     else:
-        cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt)
+        cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt, trimming=bool(sw.trim))
     core_setup.write_cc(T, 0, cc)
 
     # QP attributes: validated once, then written to every row
@@ -314,7 +321,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  probe_successes=p["probe_successes"],
                  rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),
                  rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
-                 rto_reprobe=int(p["rto_reprobe"]),
+                 rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
                  trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))

@@ -324,7 +324,9 @@ _QP_GROUPS = [
         ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
         ("rev_rotate", np.uint8),  # 1: drop a plane's reverse EV on evidence its control packets are lost
         ("rev_probe_miss_bad", np.uint8),  # 1: an unanswered reverse-EV probe is a loss on the probed EV
-        ("rto_reprobe", np.uint8),  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
+        ("rto_reprobe", np.uint8),
+        ("rack", np.uint8),  # 1: RACK loss detection (extension; 0: losses found by RTO, trims and probes only)
+        ("rto_retire", np.uint8),  # 1: an RTO retires every EV with data in flight (extension; 0: the oldest's only)  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
         ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
         ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
         ("reps_head", np.uint8),  # next buffer entry written

@@ -124,6 +124,7 @@ def _retire_ev_after_loss(T, i, slot, now):
             ent = tx_slot(T, q, psn)
             if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == slot:
                 mark_lost(T, i, psn, False)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
             psn = psn_add(psn, 1)
 
 
@@ -132,7 +133,7 @@ def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
     q["loss_deadline"] = D.NO_DEADLINE
-    if q["rack_seq"] <= 0:
+    if q["rack_seq"] <= 0 or q["rack"] == 0:
         return
     wait = q["last_rtt"] + q["reorder_window_ps"]
     psn = q["una_psn"]
@@ -411,7 +412,10 @@ def on_rto(T, i, now):
     if q["retry_exp"] < 25 and q["retries"] > limit:
         enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
         return
+    # extension `rto_retire` (ours): every EV with data in flight is retired; without it only the
+    # EV of the oldest packet in flight, the one the timer was waiting for
     psn = q["una_psn"]
+    first = True
     while psn_diff(q["sq_psn"], psn) > 0:
         ent = tx_slot(T, q, psn)
         if ent["state"] == D.TX_INFLIGHT:
@@ -419,7 +423,9 @@ def on_rto(T, i, now):
             mark_lost(T, i, psn, False)
             q["losses"] += 1
             nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
-            _retire_ev_after_loss(T, i, slot, now)
+            if first or q["rto_retire"] != 0:
+                _retire_ev_after_loss(T, i, slot, now)
+            first = False
         psn = psn_add(psn, 1)
     q["rto_deadline"] = now + rto_interval(q)
     # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it

@@ -32,6 +32,10 @@ rev_probe_miss_bad      0               ours: an unanswered reverse probe may
                                         reverse EV, so it is not a loss on ours
 rto_reprobe             1               ours: a SACK-less timeout cannot tell a
                                         forward loss from a lost SACK
+rack                    1               ours: RACK loss detection (0: RTO, trims
+                                        and probes only find losses)
+rto_retire              1               ours: an RTO retires every EV with data
+                                        in flight (0: the oldest packet's only)
 ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
                                         transmissions apart; RTTs use send times)
 ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
@@ -92,6 +96,8 @@ QP_DEFAULTS = {
     "rev_rotate": 1,
     "rev_probe_miss_bad": 0,
     "rto_reprobe": 1,
+    "rack": 1,
+    "rto_retire": 1,
     "ts_unit_ps": 8 * NS,
     "dscp_data": C.DSCP_TRIMMABLE,
     "dscp_rtx": C.DSCP_TRIMMABLE_RETX,
@@ -129,6 +135,8 @@ QP_BOUNDS = {
     "rev_rotate": (0, 1),
     "rev_probe_miss_bad": (0, 1),
     "rto_reprobe": (0, 1),
+    "rack": (0, 1),
+    "rto_retire": (0, 1),
     "ts_unit_ps": (1, 1 << 40),
     "dscp_data": (0, 63),
     "dscp_rtx": (0, 63),

@@ -401,3 +401,38 @@ def test_an_aeth_nak_outside_rts_is_ignored():
     ack["aeth_syndrome"] = 0x1F  # a positive ACK: MRC acknowledges with SACKs, nothing changes
     pair.deliver(0, ack)
     assert pair.qp(0)["state"] == D.QPS_RTS and not pair.completions()
+
+
+def _lose_second_of_six(pair):
+    pair.post_write(0, 6 * MTU)
+    pkts = sent(pair)
+    pair.advance(2 * US)
+    for p in pkts:
+        if p is not pkts[1]:
+            pair.deliver(1, p)
+            acks_back(pair)
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    return pkts[1]
+
+
+def test_without_the_rack_extension_a_silent_loss_waits_for_the_timeout():
+    on = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    off = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30), rack=0)
+    for pair, state in ((on, D.EV_ASSUMED_BAD), (off, D.EV_GOOD)):
+        lost = _lose_second_of_six(pair)
+        assert ev_state(pair, lost["ev"]) == state
+        assert pair.qp(0)["losses"] == (1 if pair is on else 0)
+    off.advance(int(off.qp(0)["rto_deadline"]) + 1)  # the RTO finds it
+    assert off.qp(0)["rtx_timeouts"] == 1 and off.qp(0)["losses"] >= 1
+
+
+def test_without_the_rto_retire_extension_a_timeout_retires_only_the_oldest_packets_ev():
+    def run(**kw):
+        pair = Pair(n_planes=1, evs_per_plane=8, ev_active_target=8, timeout=3, ev_min_active=0, **kw)
+        pair.post_write(0, 4 * MTU, wr_id=1)
+        pkts = sent(pair)  # all lost
+        assert len({int(p["ev"]) for p in pkts}) == 4
+        pair.advance(1_024_000 << 3)
+        return [ev_state(pair, p["ev"]) for p in pkts]
+    assert run() == [D.EV_ASSUMED_BAD] * 4
+    assert run(rto_retire=0) == [D.EV_ASSUMED_BAD] + [D.EV_GOOD] * 3
