@@ -309,6 +309,9 @@ MUTANTS = [
     Mutant("rtx-same-dscp", "retransmissions use the data DSCP",
            tx=lambda ep, v: v.set(dscp=ep.inner.dscp.data) if v["rtx"] else None, tx_ops=DATA),
     Mutant("ignores-ecn", "reads every SACK as M = NONE", rx=_when(SACK, m=0), rx_ops=frozenset({SACK})),
+    Mutant("ecn-retires", "reads SACK M = SKIP_ONCE as ALWAYS_SKIP (an ECN mark retires the EV)",
+           rx=_when(SACK, m=lambda v: 2 if v["m"] == 1 else v["m"]), rx_ops=frozenset({SACK}),
+           collateral=("controller.good-event-after-marked-probe",)),  # a marked probe answer retires it again
     Mutant("trimmed-as-lasthop", "treats NACK TRIMMED like TRIMMED_LASTHOP (no EV penalty)",
            rx=_nack_reason(TRIMMED, LASTHOP), rx_ops=frozenset({NACK})),
     Mutant("penalises-lasthop", "treats NACK TRIMMED_LASTHOP like TRIMMED (skips the EV)",

@@ -41,7 +41,8 @@ ack_every_bytes          16384                       (same)
 ack_delay_us             1                           ours
 always_skip_marks        8                           ours
 reorder_window_us        the fabric's base RTT       ours (RACK)
-ev_probe_interval_us     100                         ours
+ev_first_probe_us        the fabric's base RTT       a retired EV's first probe (re-admission)
+ev_probe_interval_us     100                         ours: the probes after the first
 probe_successes          2                           ours
 rev_probe_interval_us    the fabric's base RTT       MANI 3.8 ("each RTT")
 rev_rotate               true                        leave a reverse EV whose SACKs do not arrive
@@ -174,6 +175,7 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ack_delay_us=t.num("ack_delay_us", 1.0, lo=0),
         always_skip_marks=t.int("always_skip_marks", 8, lo=0, hi=65535),
         reorder_window_us=t.num("reorder_window_us", rtt / US, lo=0),
+        ev_first_probe_us=t.num("ev_first_probe_us", rtt / US, lo=0),
         ev_probe_interval_us=t.num("ev_probe_interval_us", 100.0, lo=0, lo_open=True),
         probe_successes=t.int("probe_successes", 2, lo=1, hi=255),
         rev_probe_interval_us=t.num("rev_probe_interval_us", rtt / US, lo=0, lo_open=True),
@@ -317,6 +319,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  ack_every_pkts=p["ack_every_pkts"], ack_every_bytes=p["ack_every_bytes"],
                  ack_delay_ps=int(round(p["ack_delay_us"] * US)), always_skip_marks=p["always_skip_marks"],
                  reorder_window_ps=int(round(p["reorder_window_us"] * US)),
+                 ev_first_probe_ps=int(round(p["ev_first_probe_us"] * US)),
                  ev_probe_interval_ps=int(round(p["ev_probe_interval_us"] * US)),
                  probe_successes=p["probe_successes"],
                  rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),

@@ -290,6 +290,7 @@ _QP_GROUPS = [
     ]),
     ("cold", [  # configuration read at set-up or on rare paths; queued NACKs; REPS; counters
         ("ev_probe_interval_ps", np.int64),
+        ("ev_first_probe_ps", np.int64),  # a retired EV's first probe, this long after retirement
         ("rev_probe_interval_ps", np.int64),
         ("reps_freeze_ps", np.int64),  # EVP_REPS: how long a freeze lasts (config)
         ("reps_unfreeze", np.int64),  # when the current freeze ends

@@ -20,7 +20,11 @@ ack_delay_ps            1 us            ours
 always_skip_marks       8               ours (MRC criterion not public)
 reorder_window_ps       base RTT        ours (RACK, RFC 8985 uses RTT/4; spraying
                                         over unequal queues needs more)
-ev_probe_interval_ps    100 us          ours (MRC timer values not public)
+ev_first_probe_ps       base RTT        a retired EV's first probe about one RTT
+                                        later (probes check "whether there really
+                                        was a failure", MANI): docs/protocol.md
+ev_probe_interval_ps    100 us          ours (MRC timer values not public): the
+                                        probes after the first
 probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
 rev_rotate              1               ours (MANI 3.8 silent on lost control
@@ -90,6 +94,7 @@ QP_DEFAULTS = {
     "ack_delay_ps": 1 * US,
     "always_skip_marks": 8,
     "reorder_window_ps": None,  # the CC profile's base RTT
+    "ev_first_probe_ps": None,  # the CC profile's base RTT
     "ev_probe_interval_ps": 100 * US,
     "probe_successes": 2,
     "rev_probe_interval_ps": None,  # the CC profile's base RTT
@@ -129,6 +134,7 @@ QP_BOUNDS = {
     "ack_delay_ps": (0, 1 << 50),
     "always_skip_marks": (0, 65535),
     "reorder_window_ps": (0, 1 << 50),
+    "ev_first_probe_ps": (0, 1 << 50),
     "ev_probe_interval_ps": (1, 1 << 50),
     "probe_successes": (1, 255),
     "rev_probe_interval_ps": (1, 1 << 50),
@@ -260,6 +266,8 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
         cfg["reorder_window_ps"] = base_rtt_ps
     if cfg["rev_probe_interval_ps"] is None:
         cfg["rev_probe_interval_ps"] = base_rtt_ps
+    if cfg["ev_first_probe_ps"] is None:
+        cfg["ev_first_probe_ps"] = base_rtt_ps
     if cfg["reps_reuse"] is None:
         cfg["reps_reuse"] = min(cfg["ack_every_pkts"], 255) if isinstance(cfg["ack_every_pkts"], int) else 1
     for key, value in cfg.items():

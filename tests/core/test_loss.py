@@ -436,3 +436,26 @@ def test_without_the_rto_retire_extension_a_timeout_retires_only_the_oldest_pack
         return [ev_state(pair, p["ev"]) for p in pkts]
     assert run() == [D.EV_ASSUMED_BAD] * 4
     assert run(rto_retire=0) == [D.EV_ASSUMED_BAD] + [D.EV_GOOD] * 3
+
+
+def test_a_retired_ev_is_first_probed_about_one_rtt_later_and_readmitted_within_a_few():
+    """Re-admission: a spurious retirement (the packet was only late) is undone within a few RTTs,
+    not after ev_probe_interval_ps (100 us)."""
+    pair = Pair(ack_every_pkts=1)
+    base = int(pair.qp(0)["base_rtt"])
+    assert pair.qp(0)["ev_first_probe_ps"] == base and pair.qp(0)["ev_probe_interval_ps"] == 100 * US
+    lost = _lose_second_of_six(pair)
+    assert ev_state(pair, lost["ev"]) == D.EV_ASSUMED_BAD
+    e = pair.T.ev[pair.qp(0)["ev_row"]][[int(x["ev"]) for x in pair.T.ev[pair.qp(0)["ev_row"]]].index(int(lost["ev"]))]
+    bad_at = int(e["bad_since"])
+    assert int(e["probe_deadline"]) == bad_at + base
+    for _ in range(4):
+        pair.advance(max(pair.now, int(e["probe_deadline"])) + 1)
+        for k, p in pair.collect(0):
+            if k == dispatch.K_PROBE and p["ev"] == lost["ev"]:
+                pair.deliver(1, p)
+                acks_back(pair)
+        if ev_state(pair, lost["ev"]) == D.EV_GOOD:
+            break
+    assert ev_state(pair, lost["ev"]) == D.EV_GOOD
+    assert pair.now - bad_at <= 4 * base
