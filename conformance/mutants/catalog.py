@@ -309,6 +309,10 @@ MUTANTS = [
     Mutant("rtx-same-dscp", "retransmissions use the data DSCP",
            tx=lambda ep, v: v.set(dscp=ep.inner.dscp.data) if v["rtx"] else None, tx_ops=DATA),
     Mutant("ignores-ecn", "reads every SACK as M = NONE", rx=_when(SACK, m=0), rx_ops=frozenset({SACK})),
+    Mutant("always-skip-as-skip-once", "reads SACK M = ALWAYS_SKIP as SKIP_ONCE",
+           rx=_when(SACK, m=lambda v: 1 if v["m"] == 2 else v["m"]), rx_ops=frozenset({SACK})),
+    Mutant("resource-nack-fatal", "treats NACK NO_PKT_BUFFER as UNEXP_EVENT (fatal)",
+           rx=_nack_reason(0x07, UNEXP), rx_ops=frozenset({NACK})),
     Mutant("ecn-retires", "reads SACK M = SKIP_ONCE as ALWAYS_SKIP (an ECN mark retires the EV)",
            rx=_when(SACK, m=lambda v: 2 if v["m"] == 1 else v["m"]), rx_ops=frozenset({SACK}),
            collateral=("controller.good-event-after-marked-probe",)),  # a marked probe answer retires it again
