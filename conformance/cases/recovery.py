@@ -63,7 +63,7 @@ def _skip_ecn(t):
       failure="the requester treats ALWAYS_SKIP like SKIP_ONCE (or ignores it)",
       network="every data packet on one EV (of 4, one plane) is CE-marked; the responder answers every mark "
               "with ALWAYS_SKIP; 32 writes of 4 packets",
-      mutants=["always-skip-as-skip-once", "ignores-ecn"])
+      mutants=["always-skip-as-skip-once", "ignores-ecn", "reuses-retired-ev"])
 def _always_skip(t):
     got = _share_run(t, marked, always_skip_marks=1)
     # skipped once per mark the EV carries about 1/7 of the packets (requester.skip-after-ecn)
