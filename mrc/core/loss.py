@@ -7,9 +7,10 @@ Sources and choices (docs/protocol.md):
   b`` (UET ACK_CC layout, mrc-public-notes 2.4). Only the holes are
   retransmitted (MANI 3.6).
 - NACK TRIMMED: retransmit now and SKIP the EV; TRIMMED_LASTHOP: retransmit,
-  no EV penalty (MANI 3.5/3.6). NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE: the
-  responder lacked resources: retransmit, count it as congestion, no EV
-  penalty. PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
+  no EV penalty (MANI 3.5/3.6); NSCC takes the trimmed packet's bytes off
+  the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
+  NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
+  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
   and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
 - Every SACK, NACK and AETH NAK is checked against the requester's window
@@ -28,6 +29,7 @@ Sources and choices (docs/protocol.md):
   retransmitting any packets that may have been lost"): every packet still
   in flight on that EV is retransmitted too. Loss detection by time rather
   than by duplicate count is what UET's spraying-tolerant recovery does.
+  NSCC takes each lost packet's bytes off the window (NSCC.OnInferredLoss).
 - RTT (MRC notes 3.5: "from TSETH timestamp reflected in CC_STATE or from a
   local send-time database"): a sample is now minus our own send time of the
   transmission the feedback answers (the SACK's trigger PSN cack_psn +
@@ -130,6 +132,7 @@ def _retire_ev_after_loss(T, i, slot, now, timeout):
             ent = tx_slot(T, q, psn)
             if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == slot:
                 mark_lost(T, i, psn, False)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
             psn = psn_add(psn, 1)
 
 
@@ -138,7 +141,7 @@ def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
     q["loss_deadline"] = D.NO_DEADLINE
-    if q["rack_seq"] <= 0:
+    if q["rack_seq"] <= 0 or q["rack"] == 0:
         return
     wait = q["last_rtt"] + q["reorder_window_ps"]
     psn = q["una_psn"]
@@ -152,7 +155,7 @@ def detect_losses(T, i, now):
                 slot = ent["ev_slot"]
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
-                nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
                 _retire_ev_after_loss(T, i, slot, now, False)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
@@ -354,8 +357,7 @@ def on_sack(T, i, p, now):
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
-        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, trigger, now)
-        nscc.penalty(q, c, newly, p["rcv_cwnd_pen"])
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
         if q["rto_marked_since"] != D.NO_DEADLINE:
             _reprobe_after_timeout(T, i, now)
@@ -394,15 +396,13 @@ def on_nack(T, i, p, now):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
         q["trims_rx"] += 1
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
+        nscc.trim(q, T.cc[q["cc_profile"]], ent["length"], rtt, now)
         if not ev_matches:
             slot = evset.find_slot(T, i, p["entropy"])
         if slot >= 0:
             T.ev[q["ev_row"], slot]["trims"] += 1
             if reason == NR_TRIMMED:
                 evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
-    elif reason == NR_NO_BITMAP or reason == NR_NO_PKT_BUFFER or reason == NR_NO_RESOURCE:
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
 
 
 @njit_core(inline="always")
@@ -445,16 +445,21 @@ def on_rto(T, i, now):
     if q["retry_exp"] < 25 and q["retries"] > limit:
         enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
         return
+    # extension `rto_retire` (ours): every EV with data in flight is retired; without it only the
+    # EV of the oldest packet in flight, the one the timer was waiting for
     psn = q["una_psn"]
+    first = True
     while psn_diff(q["sq_psn"], psn) > 0:
         ent = tx_slot(T, q, psn)
         if ent["state"] == D.TX_INFLIGHT:
             slot = ent["ev_slot"]
             mark_lost(T, i, psn, False)
             q["losses"] += 1
-            _retire_ev_after_loss(T, i, slot, now, True)
+            nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
+            if first or q["rto_retire"] != 0:
+                _retire_ev_after_loss(T, i, slot, now, True)
+            first = False
         psn = psn_add(psn, 1)
-    nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)
     # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it
     # retired EVs (`_reprobe_after_timeout`), and let our own control packets (answers to the

@@ -119,9 +119,11 @@ def test_spray_cycles_obliviously_and_keeps_no_path_health():
 def test_spray_counts_are_even_without_losses():
     r, s, simu = run(make(topology=LS2, transport={"name": "spray", "ev_count": 16},
                           workload={"kind": "flows", "flows": [flow(0, 12, 2_000_000)]}))
-    assert s["counters"]["retransmissions"] == 0
+    assert s["counters"]["retransmissions"] == 0 and s["counters"]["ecn_marks"] == 0
     _, _, row = next(_requesters(simu))
-    assert row["tx_pkts"].max() - row["tx_pkts"].min() <= 1
+    # data packets take the EVs in turn; a reliability probe (sent while the window is full and no
+    # SACK has come for a while) takes one turn too
+    assert row["tx_pkts"].max() - row["tx_pkts"].min() <= 1 + min(s["counters"]["probes"], 1)
 
 
 def test_reps_recycles_evs_whose_acks_came_back_unmarked():
