@@ -50,6 +50,9 @@ class RunData:
     capture: dict = dataclasses.field(default_factory=dict)  # [capture]: rows (CAP), headers (PKT), missed
     localization: dict | None = None  # MRC transports: the controller's fault localisation (`localize.record`)
     plane_samples: dict = dataclasses.field(default_factory=dict)  # `PlaneSampler.columns` (planes.csv)
+    jobs: dict = dataclasses.field(default_factory=dict)  # training / trace jobs: index -> `training.JobGraph`
+    trig_fired: np.ndarray = None  # each trigger's firing time (-1: never)
+    baseline: list | None = None  # training / trace jobs of the failure-free twin (`training_metrics.baseline`)
 
 
 class RunTimeout(MRCError):
@@ -290,7 +293,7 @@ class Simulation:
         allocated = np.ones(len(E.pkt), bool)
         allocated[E.free[: E.S[ST.S_FREE_N]]] = False
         P = E.port
-        return RunData(
+        data = RunData(
             scenario=sc, flows=fl.copy(), collectives=self.flowset.collectives,
             counters={k: int(E.ctr[v]) for k, v in ST.COUNTER_NAMES.items()},
             samples=sampler.columns(),
@@ -307,7 +310,13 @@ class Simulation:
             capture={"rows": E.cap[: E.S[ST.S_CAP_N]].copy(), "hdr": E.cap_hdr[: E.S[ST.S_CAP_N]].copy(),
                      "missed": int(E.S[ST.S_CAP_MISSED])} if sc.capture.on else {},
             localization=loc, plane_samples=planes.columns(),
+            jobs=self.flowset.jobs, trig_fired=E.trig["t_fired"].copy(),
         )
+        if data.jobs and sc.failures:
+            from mrc.emulator import training_metrics
+
+            data.baseline = training_metrics.baseline(sc, progress)
+        return data
 
 
 def _failure_records(sc: Scenario, P) -> list:
