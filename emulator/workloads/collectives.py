@@ -20,10 +20,10 @@ id; -1: at ``start_us``), ``delay_ps[i]`` later (the member's compute phase);
   per member, the trigger its own last receipt activates, ``member_sent``: the
   one its own last flow's completion activates).
 - `alltoall`: every member sends ``bytes / m`` to every other member, one
-  flow per pair and channel; each receipt activates ``on_recv[dst]``, each
-  completed send ``on_sent[src]``.
-- `send`: point-to-point, one flow per channel; receipt activates ``on_recv``,
-  completion ``on_sent``.
+  flow per pair and channel; each receipt activates ``done`` and, if given,
+  ``on_recv[dst]``; each completed send ``on_sent[src]``.
+- `send`: point-to-point, one flow per channel; receipt activates ``done`` and
+  ``on_recv`` if given, completion ``on_sent``.
 
 Return values are the flow ids (for the job's collective record) and, for
 rings, the per-member bytes each member sent (the bandwidth bound of
@@ -114,7 +114,7 @@ def receipt(b, done, mine):
     return t
 
 
-def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, on_recv, on_sent=None):
+def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=None):
     """Flows of an all-to-all; returns (flow ids, bytes sent per member)."""
     m = len(hosts)
     per = max(1, -(-nbytes // (m * channels)))
@@ -125,15 +125,17 @@ def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, o
             for r in range(1, m):
                 d = (i + r) % m
                 ids.append(_first(b, hosts[i], hosts[d], per, start[i], delay_ps[i], start_us, job, coll,
-                                  on_recv[d], -1 if on_sent is None else on_sent[i]))
+                                  receipt(b, done, None if on_recv is None else on_recv[d]),
+                                  -1 if on_sent is None else on_sent[i]))
                 sent[i] += per
     return ids, sent
 
 
-def send(b, src, dst, nbytes, channels, start, delay_ps, start_us, job, coll, on_recv, on_sent=-1):
+def send(b, src, dst, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=-1):
     """Flows of a point-to-point send; returns (flow ids, bytes sent)."""
     per = max(1, -(-nbytes // channels))
-    ids = [_first(b, src, dst, per, start, delay_ps, start_us, job, coll, on_recv, on_sent) for _ in range(channels)]
+    ids = [_first(b, src, dst, per, start, delay_ps, start_us, job, coll, receipt(b, done, on_recv), on_sent)
+           for _ in range(channels)]
     return ids, per * channels
 
 

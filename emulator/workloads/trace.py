@@ -233,7 +233,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             else:
                 done[o.id] = b.trigger("barrier", m * (m - 1) * ch)
                 ids, per = CO.alltoall(b, hosts[members], o.nbytes, ch, starts, delays, p["start_us"], j, c,
-                                       [done[o.id]] * m)
+                                       done[o.id])
         sent[members] += per
         b.collective(f"job{j}.op{o.id}.{o.kind}", j, o.kind, ids)
         groups.append(Group(f"op{o.id}", o.kind, members, [done[o.id]]))

@@ -222,9 +222,8 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
         for g, r in enumerate(a2a):
             c = len(b.collectives)
             done = b.trigger("barrier", len(r) * (len(r) - 1) * ch)
-            recv = [CO.receipt(b, done, nxt[x]) for x in r]
-            ids, s = CO.alltoall(b, ranks[r], p["ep_bytes"], ch, start[r], delay[r], p["start_us"], j, c, recv,
-                                 nxt[r])
+            ids, s = CO.alltoall(b, ranks[r], p["ep_bytes"], ch, start[r], delay[r], p["start_us"], j, c, done,
+                                 nxt[r], nxt[r])
             sent[r, k] += s
             b.collective(f"job{j}.it{k}.ep{g}", j, "alltoall", ids)
             groups[gi].done.append(done)
@@ -236,9 +235,9 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             for s_ in range(len(r) - 1):
                 a, z = r[s_], r[s_ + 1]
                 f1, n1 = CO.send(b, ranks[a], ranks[z], p["pp_bytes"], ch, start[a], delay[a], p["start_us"], j, c,
-                                 CO.receipt(b, done, nxt[z]), nxt[a])
+                                 done, nxt[z], nxt[a])
                 f2, n2 = CO.send(b, ranks[z], ranks[a], p["pp_bytes"], ch, start[z], delay[z], p["start_us"], j, c,
-                                 CO.receipt(b, done, nxt[a]), nxt[z])
+                                 done, nxt[a], nxt[z])
                 sent[a, k] += n1
                 sent[z, k] += n2
                 ids += f1 + f2

@@ -33,40 +33,44 @@ def iter_times(s):
 
 
 def test_iteration_is_compute_plus_the_collective_alone():
-    """On an idle fabric an iteration lasts its compute plus the collective's time alone (within 1 %), and the
+    """On an idle fabric an iteration lasts its compute plus the collective's time alone (within 2 %: after the
+    first iteration the members start a little apart, as their last steps arrived at different times), and the
     collective alone is within its bandwidth bound plus one round trip per ring step."""
     _, alone, _ = job_of({**DP, "compute_us": 0.0, "iterations": 1})
     coll = iter_times(alone)[0]
     _, s, _ = job_of(DP)
     for t in iter_times(s):
-        assert t == pytest.approx(20.0 + coll, rel=0.01)
+        assert t == pytest.approx(20.0 + coll, rel=0.02)
     tr = s["training"][0]
     ideal = tr["iterations"][0]["ideal_us"]
     assert ideal == pytest.approx(20.0 + 2 * 7 / 8 * 1_000_000 * 8 / 400e3, rel=1e-3)
     steps = 2 * 7
-    rtt_us = 8 * 0.725 + 2  # four links each way, plus serialisation of the step's last packets and the ACK
+    # a step's round trip: four links each way, each with its delay and the store and forward of a 4 KB packet
+    # at 100 Gb/s, plus 1 us for the ACK and the new QP's first window
+    rtt_us = 2 * 4 * (0.725 + 4096 * 8 / 100e3) + 1
     assert ideal <= tr["iterations"][0]["time_us"] <= ideal + steps * rtt_us
     assert tr["finished"] and tr["waste"] is None
 
 
 def test_straggler_delays_exactly_its_groups():
-    """A straggler in one data-parallel group delays that group's hosts and no one else's."""
-    base = {**DP, "iterations": 2}
+    """A straggler delays its own data-parallel group's hosts and no one else's. The groups fill one T0 each
+    (dp varies fastest, contiguous placement), so they share no link and the others' times are unchanged to
+    the picosecond; groups sharing links would also feel the straggler's group communicating at other times."""
+    base = {**DP, "iterations": 2, "rank_order": "dp,tp,ep,pp"}
     _, s0, sim0 = job_of(base)
     _, s1, sim1 = job_of({**base, "stragglers": [5], "straggler_slowdown": 3.0})
     jg = sim1.flowset.jobs[0]
     e0 = training_metrics.host_ends(jg, sim0.E.trig["t_fired"], 0)
     e1 = training_metrics.host_ends(jg, sim1.E.trig["t_fired"], 0)
-    dp_groups = TRN.groups_of(sim1.sc.jobs[0].params, 64, "dp")
-    mine = next(g for g in dp_groups if 5 in g)
-    # the others may gain a little (the straggler's group no longer shares the links with them at the same time)
-    delayed = np.flatnonzero(e1[:, -1] > e0[:, -1] + 5 * US)
-    assert sorted(delayed) == sorted(mine)
-    others = np.setdiff1d(np.arange(64), mine)
-    assert np.all(e1[others, -1] <= e0[others, -1] + 5 * US)
+    mine = next(g for g in TRN.groups_of(sim1.sc.jobs[0].params, 64, "dp") if 5 in g)
+    assert sorted(mine) == list(range(8))
+    assert sorted(np.flatnonzero(e1[:, -1] != e0[:, -1])) == sorted(mine)
+    # the straggler computes 40 us more in each of 2 iterations; its group waits for it at least one iteration's worth
+    # (the rest overlaps with the ring's own waiting)
+    assert e1[5, -1] - e0[5, -1] >= 2 * 40 * US
+    assert (e1[mine, -1] - e0[mine, -1]).min() >= 40 * US
     assert s1["training"][0]["stragglers"] == [5]
-    # the straggler computes 40 us more per iteration; its group waits for it
-    assert (e1[mine, -1] - e0[mine, -1]).min() >= 2 * 40 * US
+    assert s1["training"][0]["slowest_group"]["group"] == "dp0"
 
 
 def test_compute_waits_for_inputs():
