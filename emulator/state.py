@@ -170,6 +170,7 @@ FLOW = np.dtype([
     ("t_recv_done", np.int64),  # receiver had every byte
     ("ideal", np.int64),  # the fabric's best FCT, the same for every transport, ps (`ideal`)
     ("alone", np.int64),  # FCT alone on the idle fabric over the transport's own path(s), ps
+    ("delay", np.int64),  # a triggered flow starts this long after its trigger fires (compute time), ps
     ("retx", np.int64),  # retransmitted packets
     ("cm_id", np.int64),  # id in the .cm file (0 when none)
     ("src", np.int32),
@@ -191,7 +192,7 @@ TRIG_BARRIER = 3
 
 TRIG = np.dtype([
     ("t_fired", np.int64),
-    ("first", np.int32),  # its targets are trig_tgt[first:first+n]
+    ("first", np.int32),  # its targets are trig_tgt[first:first+n]: flow f as f >= 0, trigger u as -(u + 1)
     ("n", np.int32),
     ("remaining", np.int32),  # barrier: activations still needed
     ("next", np.int32),  # multishot: next target
