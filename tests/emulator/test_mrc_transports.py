@@ -138,8 +138,9 @@ def test_reps_recycles_evs_whose_acks_came_back_unmarked():
     assert q["reps_n"] == q["reps_buffer"] == 8  # the buffer filled
     tx = np.sort(row["tx_pkts"])[::-1]
     total = int(tx.sum())
-    # the 16 most-used EVs carry most of the packets (spray: 16/64 of them)
-    assert tx[:16].sum() > 0.6 * total
+    # the 16 most-used EVs carry half the packets or more (spray: 16/64 of them); the first window,
+    # sprayed before any ACK returns, is NSCC's MaxWnd (1.5 BDP, UE 1.0.3 Table 3-77)
+    assert tx[:16].sum() > 0.5 * total
     r2, s2, simu2 = run(make(topology=wide, transport={"name": "spray", "ev_count": 64}, workload=wl))
     _, _, row2 = next(_requesters(simu2))
     assert np.sort(row2["tx_pkts"])[::-1][:16].sum() < 0.3 * total
@@ -228,7 +229,9 @@ def test_link_failure_evs_assumed_bad_traffic_steered_reroute_recorded(tmp_path)
         assert dead & set(out[:n].tolist())
     f = s["failures"][0]
     rtt = base_rtt_ps(topo.spec) / US
-    assert f["last_packet_us"] < 20.0 + 2.5 * rtt  # RACK: a later packet's ACK + one RTT reorder window
+    # RACK: a later packet's ACK + one RTT reorder window retire the EVs; the last packet in is the
+    # re-admission probe of one of them, one base RTT later (ev_first_probe_us)
+    assert f["last_packet_us"] < 20.0 + 3.5 * rtt
     rr = s["reroute"][0]
     assert rr["affected_flows"] > 0
     assert 0 <= rr["first_steered_away_us"] <= rr["off_99_us"] <= 3 * rtt
