@@ -10,8 +10,8 @@ Sources and choices (docs/protocol.md):
   no EV penalty (MANI 3.5/3.6); NSCC takes the trimmed packet's bytes off
   the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
   NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
-  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
-  and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
+  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW:
+  our window exceeds the responder's: adopt its MPR and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
 - Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
   unacknowledged packet is lost once a packet sent after it (in the QP's
@@ -52,9 +52,6 @@ from mrc.wire.constants import NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
-NR_NO_BITMAP = int(NackReason.NO_BITMAP)
-NR_NO_PKT_BUFFER = int(NackReason.NO_PKT_BUFFER)
-NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
