@@ -30,6 +30,7 @@ Write-with-Immediate may be posted.
 from __future__ import annotations
 
 import collections
+import secrets
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +45,7 @@ from mrc.errors import ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
-__all__ = ["Device", "QueuePair", "QpCap", "REQUIRED_ATTRS", "ALLOWED_ATTRS", "MRC_PROTOCOL_VERSION_1",
+__all__ = ["Device", "QueuePair", "connect", "QpCap", "REQUIRED_ATTRS", "ALLOWED_ATTRS", "MRC_PROTOCOL_VERSION_1",
            "MRC_DEVICE_CAP_TRIM_NACK", "MRC_DEVICE_CAP_DYNAMIC_MPR", "WC_STATUS", "Access", "AsyncEvent",
            "CompletionQueue", "DeviceAttr", "MemoryRegion", "OutPacket", "SendOpcode", "WcOpcode", "WorkCompletion"]
 
@@ -61,15 +62,63 @@ ALLOWED_ATTRS = {
             "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
             "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps",
-            "ev_policy", "reps_buffer", "reps_explore", "reps_freeze_ps", "rack", "rto_retire", "ev_first_probe_ps"},
+            "ev_policy", "reps_buffer", "reps_reuse", "reps_per_psn", "reps_explore", "reps_freeze_ps", "rack",
+            "rto_retire", "ev_first_probe_ps"},
     "RESET": set(), "ERROR": set(),
 }
 
 
 @dataclass
 class QpCap:
+    """``ibv_qp_cap``: how many send and receive work requests a QP may have outstanding."""
+
     max_send_wr: int = 64
     max_recv_wr: int = 64
+
+
+class _IdSource:
+    """Where a Device's identifiers (QPNs, R_Keys / L_Keys, initial PSNs, per-QP generator seeds) come from.
+
+    Without a seed they are drawn from the operating system's CSPRNG (`secrets`): an off-path sender
+    cannot guess a QPN, an R_Key or a PSN window from the seed or from another run. With an explicit
+    seed (tests, reproducible examples) they come from ``numpy.random.default_rng(seed)`` and QPNs are
+    numbered ``0x10 + (seed % 0x1000) x 0x10 + n``, as before.
+    """
+
+    def __init__(self, seed: int | None):
+        self.seed = seed
+        self._rng = None if seed is None else np.random.default_rng(seed)
+        self._next_qpn = None if seed is None else 0x10 + (seed % 0x1000) * 0x10
+
+    def psn(self) -> int:
+        """An initial PSN (24 bits)."""
+        return secrets.randbits(24) if self._rng is None else int(self._rng.integers(0, 1 << 24))
+
+    def key_pair(self) -> tuple[int, int]:
+        """(L_Key, R_Key) candidates, 32 bits each (the caller rejects 0 and keys in use)."""
+        if self._rng is None:
+            return secrets.randbits(32), secrets.randbits(32)
+        lkey, rkey = (int(x) for x in self._rng.integers(1, 1 << 32, size=2))
+        return lkey, rkey
+
+    def qpn(self, in_use) -> int:
+        """A QPN not in `in_use`, never the endpoint QPN or 0..0xF."""
+        if self._rng is not None:
+            qpn = self._next_qpn
+            self._next_qpn += 1
+            return qpn
+        while True:
+            qpn = secrets.randbits(24)
+            if qpn >= 0x10 and qpn != ENDPOINT_QPN and qpn not in in_use:
+                return qpn
+
+    def profile_seed(self, profile_id: int) -> int:
+        """The seed an AUTO / generated EV profile draws its EVs from."""
+        return secrets.randbits(63) if self.seed is None else self.seed * 1_000_003 + profile_id
+
+    def stream_seed(self, qpn: int) -> int:
+        """The seed of a QP's own generator (EV choices): from (seed, QPN), or fresh random bits."""
+        return seed_state(secrets.randbits(64) if self.seed is None else self.seed, qpn)
 
 
 @dataclass
@@ -79,7 +128,9 @@ class _Peer:
 
 
 class QueuePair:
-    """An MRC queue pair. Create with `Device.create_qp`."""
+    """An MRC queue pair (``ibv_qp``). Create with `Device.create_qp`; connect with `connect` (or
+    `QueuePair.modify` step by step); post RDMA Writes with `post_write`; completions arrive on
+    `send_cq` (writes) and `recv_cq` (Write-with-Immediate receives)."""
 
     def __init__(self, device: "Device", index: int, send_cq: CompletionQueue, recv_cq: CompletionQueue, cap: QpCap):
         self.device = device
@@ -92,20 +143,59 @@ class QueuePair:
         self.cc_profile_id: int | None = None
         self.attrs: dict = {}
 
+    def __repr__(self) -> str:
+        q = self.device.T.qp[self.index]
+        peer = "" if self.state in ("RESET", "INIT") else f" -> QP {self.peer.dest_qpn:#x} at {self.peer.address!r}"
+        return (f"<QueuePair {self.qp_num:#x} on {self.device.name!r} {self.state}{peer}: "
+                f"{int(q['wr_tail']) - int(q['wr_head'])} write(s) outstanding, {int(q['n_ev'])} EVs>")
+
     # -- identity and state ------------------------------------------------------
     @property
     def qp_num(self) -> int:
+        """The QP number (24 bits) a peer puts in BTH ``dqpn``."""
         return int(self.device.T.qp[self.index]["qpn"])
 
     @property
     def state(self) -> str:
+        """"RESET", "INIT", "RTR", "RTS" or "ERROR"."""
         return D.QP_STATE_NAMES[int(self.device.T.qp[self.index]["state"])]
+
+    def connect(self, dest_qp_num: int, remote_address: object, *, ev_profile_id: int = 1, cc_profile_id: int = 1,
+                rq_psn: int = 0, sq_psn: int = 0, now: int = 0, **attrs) -> None:
+        """RESET -> INIT -> RTR -> RTS in one call, towards QP `dest_qp_num` at `remote_address`.
+
+        The attributes mrc.h requires and you do not give take the core's documented defaults
+        (`mrc.core.setup.QP_DEFAULTS`: MPR 8 capped at the device's ``max_mpr``, max WIMM 128,
+        retries 7 + 7, timeout 8 = 262 us); any other INIT / RTR / RTS attribute may be given by
+        name (`ALLOWED_ATTRS`). If a step is refused the QP goes back to RESET and the
+        `UsageError` names the attribute.
+        """
+        if self.state != "RESET":
+            raise UsageError(f"connect: QP {self.qp_num} is in {self.state}; connect starts from RESET")
+        unknown = set(attrs) - ALLOWED_ATTRS["INIT"] - ALLOWED_ATTRS["RTR"] - ALLOWED_ATTRS["RTS"]
+        if unknown:
+            raise UsageError(f"connect: attribute(s) {sorted(unknown)} are not QP attributes "
+                             f"(RTR: {sorted(ALLOWED_ATTRS['RTR'])}; RTS: {sorted(ALLOWED_ATTRS['RTS'])})")
+        mpr = min(setup.QP_DEFAULTS["mpr"], self.device.max_mpr)
+        wimm = setup.QP_DEFAULTS["max_wimm"]
+        init = {k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["INIT"]}
+        rtr = {"mpr_dest": mpr, "max_wimm_dest": wimm, **{k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["RTR"]}}
+        rts = {"mpr": mpr, "max_wimm": wimm, **{k: setup.QP_DEFAULTS[k] for k in ("retry_linear", "retry_exp", "timeout")},
+               **{k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["RTS"]}}
+        try:
+            self.modify("INIT", ev_profile_id=ev_profile_id, cc_profile_id=cc_profile_id, **init)
+            self.modify("RTR", dest_qp_num=dest_qp_num, remote_address=remote_address, rq_psn=rq_psn, now=now, **rtr)
+            self.modify("RTS", sq_psn=sq_psn, now=now, **rts)
+        except UsageError as e:
+            self.modify("RESET")
+            raise UsageError(f"connect: {e}") from None
 
     def modify(self, state: str, **attrs) -> None:
         """Move the QP to `state` ("INIT", "RTR", "RTS", "RESET", "ERROR") with its attributes."""
         self.device._modify_qp(self, state, attrs)
 
     def query(self) -> dict:
+        """``ibv_query_qp``: state, QP numbers, profile ids, every core attribute, and cwnd (bytes)."""
         q = self.device.T.qp[self.index]
         out = {"state": self.state, "qp_num": self.qp_num, "dest_qp_num": int(q["dest_qpn"]),
                "ev_profile_id": self.ev_profile_id, "cc_profile_id": self.cc_profile_id}
@@ -118,7 +208,7 @@ class QueuePair:
         q = self.device.T.qp[self.index]
         names = ["tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
                  "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "rx_oor",
-                 "rx_dropped", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
+                 "rx_dropped", "rx_oow", "sacks_tx", "nacks_tx", "ev_floor_hits", "ev_skips", "inflight"]
         return {n: int(q[n]) for n in names} | {"cwnd": float(q["cwnd"])}
 
     def ev_states(self) -> list[dict]:
@@ -189,11 +279,17 @@ class QueuePair:
 
 
 class Device:
-    """One MRC NIC with `ports` NIC ports (one per plane)."""
+    """One MRC NIC with `ports` NIC ports (one per plane).
+
+    `address` is how peers reach this device: whatever your network uses (a `mrc.io.Peer`, a
+    string for `mrc.simnet.SimNet`); by default the device's `name`. `port_rate_bps` is one port's
+    rate (bits/s; NSCC scales its windows by all ports together), `mtu` the payload bytes per
+    packet, `seed` the seed of every random choice the device makes (QPNs, keys, EVs).
+    """
 
     def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
                  max_mpr: int = 8, max_wr: int = 64, n_mr: int = 64, port_rate_bps: int = 100 * 10**9,
-                 mtu: int = 4096, seed: int = 0, address: object = None):
+                 mtu: int = 4096, seed: int | None = None, address: object = None):
         if not 1 <= ports <= D.MAX_PLANES:
             raise UsageError(f"Device: ports must be in [1, {D.MAX_PLANES}], got {ports}")
         if not 1 <= max_mpr <= 255:
@@ -202,7 +298,7 @@ class Device:
         while window < max_mpr * 128:
             window <<= 1
         self.name = name
-        self.address = address
+        self.address = name if address is None else address
         self.max_mpr = max_mpr
         self.ports = ports
         self.mtu = mtu
@@ -210,7 +306,7 @@ class Device:
         self.port_rate_bps = port_rate_bps
         self.T = tables.allocate(max_qp, max_ev=max_ev, window=window, max_wr=max_wr, max_recv=max_wr,
                                  n_mr=n_mr, n_cc=64, evt_capacity=4096)
-        self._rng = np.random.default_rng(seed)
+        self._ids = _IdSource(seed)
         self._qps: list[QueuePair | None] = [None] * max_qp
         self._by_qpn: dict[int, QueuePair] = {}
         self._mrs: list[MemoryRegion | None] = [None] * n_mr
@@ -218,17 +314,25 @@ class Device:
         self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
         self._kinds = np.zeros(64, dtype=np.int64)
         self._src = np.zeros((64, 3), dtype=np.int64)
-        self._next_qpn = 0x10 + (seed % 0x1000) * 0x10
         from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
 
         self.ctl = Controller(self)
 
+    def __repr__(self) -> str:
+        qps = sum(q is not None for q in self._qps)
+        rate = self.port_rate_bps / 1e9
+        return (f"<Device {self.name!r} at {self.address!r}: {self.ports} port(s) x {rate:g} Gb/s, MTU {self.mtu} B, "
+                f"{qps} QP(s)>")
+
     # -- resources ----------------------------------------------------------------------
     def query_device(self) -> DeviceAttr:
+        """``mrc_query_device``: the device's limits and capabilities."""
         return DeviceAttr(max_mpr=self.max_mpr, max_qp=len(self._qps), max_ev_per_qp=self.T.ev.shape[1],
                           ports=self.ports, mtu=self.mtu)
 
     def reg_mr(self, buf, access: Access = Access.LOCAL_WRITE | Access.REMOTE_WRITE) -> MemoryRegion:
+        """``ibv_reg_mr``: register a writable buffer (bytearray, numpy array, ...) so that writes can
+        read from it (its `MemoryRegion.sge`) and peers can write into it (its ``addr`` and ``rkey``)."""
         try:
             index = self._mrs.index(None)
         except ValueError:
@@ -236,7 +340,7 @@ class Device:
         keys = {int(r["lkey"]) for r in self.T.mr if r["valid"]} | {int(r["rkey"]) for r in self.T.mr if r["valid"]}
         lkey = rkey = 0
         while lkey in keys or rkey in keys or lkey == rkey or lkey == 0 or rkey == 0:
-            lkey, rkey = (int(x) for x in self._rng.integers(1, 1 << 32, size=2))
+            lkey, rkey = self._ids.key_pair()
         row = self.T.mr[index]
         row["lkey"], row["rkey"] = lkey, rkey
         row["access"] = 1 if access & Access.REMOTE_WRITE else 0
@@ -252,10 +356,14 @@ class Device:
         return None
 
     def create_cq(self, cqe: int = 1024) -> CompletionQueue:
+        """``ibv_create_cq`` holding up to `cqe` completions (more are kept and reported as an overrun)."""
         return CompletionQueue(self, cqe)
 
-    def create_qp(self, send_cq: CompletionQueue, recv_cq: CompletionQueue | None = None, cap: QpCap | None = None,
-                  protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
+    def create_qp(self, send_cq: CompletionQueue | None = None, recv_cq: CompletionQueue | None = None,
+                  cap: QpCap | None = None, protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
+        """``mrc_create_qp``: a QP in RESET. Without `send_cq` a new CQ (1024 entries) is made for it;
+        without `recv_cq` receives complete on `send_cq`."""
+        send_cq = send_cq if send_cq is not None else self.create_cq()
         cap = cap or QpCap()
         if protocol_version not in (0, MRC_PROTOCOL_VERSION_1):
             raise UsageError(f"create_qp: protocol_version {protocol_version:#x} is not supported (MRC_PROTOCOL_VERSION_1 only)")
@@ -267,8 +375,7 @@ class Device:
             index = self._qps.index(None)
         except ValueError:
             raise UsageError(f"create_qp: all {len(self._qps)} QPs are in use") from None
-        qpn = self._next_qpn
-        self._next_qpn += 1
+        qpn = self._ids.qpn(self._by_qpn)
         self._clear_qp_row(index, qpn)
         qp = QueuePair(self, index, send_cq, recv_cq or send_cq, cap)
         self._qps[index] = qp
@@ -276,6 +383,7 @@ class Device:
         return qp
 
     def destroy_qp(self, qp: QueuePair) -> None:
+        """``ibv_destroy_qp``: only from RESET or ERROR; releases its profiles."""
         if qp.state not in ("RESET", "ERROR"):
             raise UsageError(f"destroy_qp: QP {qp.qp_num} is in {qp.state}; move it to RESET or ERROR first")
         self.ctl._unbind_qp(qp)
@@ -292,10 +400,24 @@ class Device:
         q["qpn"] = qpn
         for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
             q[f] = index
-        q["rng"] = seed_state(self.seed, qpn)
+        q["rng"] = self._ids.stream_seed(qpn)
         q["state"] = D.QPS_RESET
 
+    def peer_address(self, qp_num: int):
+        """The ``remote_address`` QP `qp_num` is connected to; None if there is no such QP or it has no peer yet."""
+        qp = self._by_qpn.get(qp_num)
+        return None if qp is None else qp.peer.address
+
+    def peer_addresses(self) -> list:
+        """Every connected QP's ``remote_address`` (the peers an I/O adapter may accept endpoint requests from)."""
+        return [qp.peer.address for qp in self._by_qpn.values() if qp.peer.address is not None]
+
+    def initial_psn(self) -> int:
+        """A first PSN for a QP's send queue (``sq_psn``; the peer's ``rq_psn``): random unless the device is seeded."""
+        return self._ids.psn()
+
     def get_async_event(self) -> AsyncEvent | None:
+        """``ibv_get_async_event`` without blocking: the oldest `AsyncEvent`, or None."""
         return self._async.popleft() if self._async else None
 
     # -- QP state machine ---------------------------------------------------------------
@@ -382,6 +504,8 @@ class Device:
         n_ev = int(self.T.qp[qp.index]["n_ev"])
         cc = self.T.cc[self.ctl._cc_row(qp.cc_profile_id)]
         cfg.setdefault("mtu", self.mtu)
+        for key in ("mpr", "mpr_dest"):  # the default MPR, capped at what this device's PSN tables hold
+            cfg.setdefault(key, min(setup.QP_DEFAULTS[key], self.max_mpr))
         cfg.setdefault("ev_active_target", min(max(self.ports, n_ev // 2), n_ev))
         cfg.setdefault("ev_min_active", min(prof.min_active or 0, n_ev))
         cfg.setdefault("ev_event_mask", prof.event_mask_bits)
@@ -443,6 +567,7 @@ class Device:
         return None if t >= D.NO_DEADLINE else int(t)
 
     def handle_timer(self, now: int) -> None:
+        """Fire every timer due at `now` (ps); call it when `next_deadline` has passed."""
         for qp in list(self._by_qpn.values()):
             if dispatch.next_deadline(self.T, qp.index) <= now:
                 dispatch.on_timer(self.T, qp.index, now)
@@ -478,6 +603,17 @@ class Device:
         if self.T.evt_n[1]:
             self.ctl.counters["events_dropped"] += int(self.T.evt_n[1])
             self.T.evt_n[1] = 0
+
+
+def connect(qp_a: QueuePair, qp_b: QueuePair, **attrs) -> None:
+    """Connect two QPs of this process to each other (`QueuePair.connect` both ways, at each other's
+    device address), with the same attributes on both sides."""
+    qp_a.connect(qp_b.qp_num, qp_b.device.address, **attrs)
+    try:
+        qp_b.connect(qp_a.qp_num, qp_a.device.address, **attrs)
+    except UsageError:
+        qp_a.modify("RESET")
+        raise
 
 
 def _is_int(x) -> bool:

@@ -192,6 +192,7 @@ class Localizer:
         self.events = np.zeros(0, EVENTS)
         self._pending: list[np.ndarray] = []
         self.port_events: list[tuple[int, int, int, bool]] = []  # (t ps, host, plane, up)
+        self.pair_active: dict[tuple[int, int], int] = {}  # (lo, hi) host pair -> its QPs ran until (ps)
         self.paths = np.zeros(0, PATHS)
         self._route_cache: dict[tuple[int, int, int], np.ndarray] = {}
         self.named_at: dict[str, float] = {}  # element -> first time (us) blamed, by `update`
@@ -221,6 +222,12 @@ class Localizer:
             raise UsageError(f"event {k}: hosts {rows['a'][k]}, {rows['b'][k]}: the fabric's hosts are 0..{nh - 1}")
         if n:
             self._pending.append(rows)
+
+    def note_pair_active(self, a: int, b: int, t: int) -> None:
+        """The QPs between hosts `a` and `b` were running until `t` ps (a transfer's end): how long a path has
+        stayed ASSUMED_BAD is measured against this as well as against the pair's last EV event."""
+        k = (min(int(a), int(b)), max(int(a), int(b)))
+        self.pair_active[k] = max(int(t), self.pair_active.get(k, 0))
 
     def add_port_event(self, t: int, host: int, plane: int, up: bool) -> None:
         """A host's NIC port on `plane` went down (or up) at `t` ps: what the host's controller knows of its own
@@ -367,9 +374,9 @@ class Localizer:
         rate_all, path_rate = self._mark_rates()
         n_used = len(uk)
         # still ASSUMED_BAD, for `outage_us` at least while its host pair's QPs went on (their last event)
-        pair_last: dict[tuple[int, int], int] = {}
+        pair_last: dict[tuple[int, int], int] = {k: min(v, t) for k, v in self.pair_active.items()}
         for a_, b_, tt in zip(lo.tolist(), hi.tolist(), ev["t"].tolist()):
-            pair_last[(a_, b_)] = tt
+            pair_last[(a_, b_)] = max(tt, pair_last.get((a_, b_), 0))
         hold = int(self.p.outage_us * 1e6)
         stuck = [i for i, k in enumerate(bad_keys) if paths[k]["state"] == EV_ASSUMED_BAD
                  and paths[k]["last"] <= pair_last[(k[0], k[1])] - hold]

@@ -60,7 +60,9 @@ cc                       "uet-1.0-nscc"              or "none" (a fixed window o
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
 base_rtt_us              the fabric's longest path   NSCC base RTT (the CC profile's, notes 7.2)
 reps_buffer              8                           REPS (ev_policy REPS): recycle buffer
-reps_reuse               ack_every_pkts              uses of a recycled EV
+reps_reuse               1                           uses of a recycled EV (htsim's usable lifetime)
+reps_per_psn             true                        an unmarked SACK recycles the EV of every PSN it
+                                                     newly acknowledges (false: only its own EV)
 reps_explore             16                          random EVs after a freeze
 reps_freeze_us           10000                       freeze length (htsim exit_freeze_after)
 ctl_timeout_us           1000                        port status update answer timeout (mrc.ctl's)
@@ -189,7 +191,8 @@ def parse(t: Table, topo, v: Variant) -> dict:
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
         base_rtt_us=t.num("base_rtt_us", rtt / US, lo=0, lo_open=True),
         reps_buffer=t.int("reps_buffer", D.REPS_MAX_BUFFER, lo=1, hi=D.REPS_MAX_BUFFER),
-        reps_reuse=t.int("reps_reuse", None, lo=1, hi=255),
+        reps_reuse=t.int("reps_reuse", 1, lo=1, hi=255),
+        reps_per_psn=t.bool("reps_per_psn", True),
         reps_explore=t.int("reps_explore", 16, lo=0, hi=65535),
         reps_freeze_us=t.num("reps_freeze_us", 10_000.0, lo=0),
         ctl_timeout_us=t.num("ctl_timeout_us", 1000.0, lo=0, lo_open=True),
@@ -327,9 +330,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
                  trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
+                 reps_reuse=p["reps_reuse"], reps_per_psn=int(p["reps_per_psn"]),
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
-    if p["reps_reuse"] is not None:
-        attrs["reps_reuse"] = p["reps_reuse"]
     if n_qp:
         emin = int(n_ev[:n_qp].min())
         if p["ev_min_active"] is not None and p["ev_min_active"] > emin:

@@ -118,6 +118,10 @@ CC_NSCC = 1  # "uet-1.0-nscc"
 CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
 
 PSN_MASK = 0xFFFFFF
+# The widest PSN span a conforming requester has in flight: MPR <= 255 units of 128 PSNs (mrc.h
+# bounds; `requester` keeps sq_psn - una_psn below MPR x 128). A packet whose PSN lies further than
+# this from a QP's window cannot come from its peer: it is counted (``rx_oow``) and dropped.
+MAX_PSN_SPAN = 255 * 128
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
 
@@ -303,6 +307,7 @@ _QP_GROUPS = [
         ("rx_trimmed", np.int64),
         ("rx_oor", np.int64),
         ("rx_dropped", np.int64),  # not accepted in the current QP state
+        ("rx_oow", np.int64),  # PSN outside the QP's window (never sent, or beyond any peer's span): dropped unanswered
         ("nacks_tx", np.int64),
         ("ev_floor_hits", np.int64),  # retirements refused by ev_min_active
         ("rev_rotations", np.int64),  # reverse EVs dropped on evidence that control packets were lost
@@ -336,6 +341,7 @@ _QP_GROUPS = [
         ("reps_fhead", np.uint8),  # freezing: next entry to reuse
         ("reps_frozen", np.uint8),
         ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
+        ("reps_per_psn", np.uint8),  # 1: an unmarked SACK recycles the EV of every PSN it newly acks (config)
     ]),
 ]
 QP, QP_LINES = _line_grouped(_QP_GROUPS)

@@ -11,8 +11,17 @@ Sources and choices (docs/protocol.md):
   the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
   NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
   no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW:
-  our window exceeds the responder's: adopt its MPR and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
-  semantics for the codes; the reactions are our reading.)
+  retransmit (NETH has no MPR: the responder's window comes from the SACKs).
+  UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0 semantics for the codes;
+  the reactions are our reading.)
+- Every SACK, NACK and AETH NAK is checked against the requester's window
+  before it changes anything (a peer's packet is hostile until it fits): a
+  NACK or AETH NAK must name a PSN that was sent (and, for an AETH NAK or an
+  UNEXP_EVENT NACK, one still unacknowledged: what IBTA / UET make fatal is
+  fatal only then); a SACK must acknowledge nothing beyond ``sq_psn`` and be
+  at most ``MAX_PSN_SPAN`` behind ``una_psn``. Anything else is counted in
+  ``rx_oow`` and dropped without an answer (answering would let a forger
+  aim our packets at the real peer).
 - Loss without a trim ("silent loss") is detected RACK-style (RFC 8985): an
   unacknowledged packet is lost once a packet sent after it (in the QP's
   total send order ``tx_seq``) has been acknowledged and it has been out for
@@ -52,7 +61,6 @@ from mrc.wire.constants import NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
-NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
 
@@ -106,13 +114,14 @@ def mark_lost(T, i, psn, trimmed):
 
 
 @njit_core
-def _retire_ev_after_loss(T, i, slot, now):
-    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
+def _retire_ev_after_loss(T, i, slot, now, timeout):
+    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent.
+    `timeout`: declared by the retransmission timeout (REPS freezes on those only), not by RACK."""
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
-    if q["ev_policy"] == D.EVP_REPS:
-        evpolicy.feedback(T, i, slot, evpolicy.FB_LOSS, now)
+    if timeout and q["ev_policy"] == D.EVP_REPS:
+        evpolicy.feedback(T, i, slot, evpolicy.FB_TIMEOUT, now)
     before = e["state"]
     after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
@@ -145,7 +154,7 @@ def detect_losses(T, i, now):
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
                 nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
-                _retire_ev_after_loss(T, i, slot, now)
+                _retire_ev_after_loss(T, i, slot, now, False)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
         psn = psn_add(psn, 1)
@@ -254,19 +263,29 @@ def _probe_answer_only(T, i, p, now):
 
 
 @njit_core(inline="always")
+def sack_in_window(q, new_una):
+    """Whether a SACK whose cumulative ack ends before `new_una` can come from the peer: it acknowledges
+    nothing never sent (``new_una`` <= ``sq_psn``) and is at most `D.MAX_PSN_SPAN` older than ``una_psn``."""
+    return psn_diff(q["sq_psn"], new_una) >= 0 and psn_diff(q["una_psn"], new_una) <= D.MAX_PSN_SPAN
+
+
+@njit_core(inline="always")
 def on_sack(T, i, p, now):
     """Process a RELIABILITY_SACK (SETH + CC_STATE) addressed to this QP's requester."""
     q = T.qp[i]
-    if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
-        if q["state"] == D.QPS_RTS and p["pr"]:
-            _probe_answer_only(T, i, p, now)
-        else:
-            q["rx_dropped"] += 1
+    if q["state"] != D.QPS_RTS:
+        q["rx_dropped"] += 1
         return
     cack = p["cack_psn"] & 0xFFFFFF
     new_una = psn_add(cack, 1)
-    if psn_diff(q["sq_psn"], new_una) < 0:
-        q["rx_dropped"] += 1  # acknowledges PSNs never sent: ignore
+    if not sack_in_window(q, new_una):
+        q["rx_oow"] += 1
+        return
+    if q["tx_row"] < 0:
+        if p["pr"]:
+            _probe_answer_only(T, i, p, now)
+        else:
+            q["rx_dropped"] += 1
         return
     q["sacks_rx"] += 1
     if p["mpr"] != 0:
@@ -286,10 +305,15 @@ def on_sack(T, i, p, now):
         if ent["state"] != D.TX_FREE and ent["ev_slot"] >= 0 and T.ev[q["ev_row"], ent["ev_slot"]]["ev"] == p["entropy"]:
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
+    # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
+    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == 0 and q["reps_per_psn"] != 0
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
-        newly += _acked(q, ent, now)
+        got = _acked(q, ent, now)
+        if recycle and got > 0:
+            evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+        newly += got
         ent["state"] = D.TX_FREE
         q["una_psn"] = psn_add(q["una_psn"], 1)
     base = psn_add(cack, i64(p["sack_offset"]))
@@ -300,7 +324,10 @@ def on_sack(T, i, p, now):
             if psn_diff(psn, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], psn) > 0:
                 ent = tx_slot(T, q, psn)
                 if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
-                    newly += _acked(q, ent, now)
+                    got = _acked(q, ent, now)
+                    if recycle and got > 0:
+                        evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+                    newly += got
                     ent["state"] = D.TX_SACKED
     rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
     # the EV the SACK reflects: the trigger's slot when it matched, else look it up
@@ -318,7 +345,7 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS:
+        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
             evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == 1:
             q["ecn_sacks_rx"] += 1
@@ -343,14 +370,17 @@ def on_nack(T, i, p, now):
     if q["state"] != D.QPS_RTS or q["tx_row"] < 0:
         q["rx_dropped"] += 1
         return
-    q["nacks_rx"] += 1
     reason = p["nack_reason"]
     psn = p["nack_psn"] & 0xFFFFFF
-    if reason == NR_UNEXP_EVENT:
-        enter_error(T, i, D.ERR_REMOTE_FATAL, now)
+    if psn_diff(q["sq_psn"], psn) <= 0 or psn_diff(q["una_psn"], psn) > D.MAX_PSN_SPAN:
+        q["rx_oow"] += 1  # never sent, or older than any PSN the peer could still answer: not our peer's
         return
-    if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
-        return  # stale: already acknowledged, or never sent
+    q["nacks_rx"] += 1
+    if psn_diff(psn, q["una_psn"]) < 0:
+        return  # stale: already acknowledged
+    if reason == NR_UNEXP_EVENT:
+        enter_error(T, i, D.ERR_REMOTE_FATAL, now)  # fatal only for a PSN still in flight
+        return
     ent = tx_slot(T, q, psn)
     slot = ent["ev_slot"]
     ev_matches = slot >= 0 and T.ev[q["ev_row"], slot]["ev"] == p["entropy"]
@@ -358,8 +388,8 @@ def on_nack(T, i, p, now):
     # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
     # data queues, so it would make RACK declare queued packets lost
     rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
-    if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
-        q["peer_mpr"] = p["mpr"]
+    # PSN_OOR_WINDOW: the responder dropped a PSN beyond its window; NETH has no MPR field, so the
+    # packet is simply resent (below) and the window is learnt from the SACKs' SETH mpr
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
@@ -385,6 +415,10 @@ def on_aeth(T, i, p, now):
         return
     syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
+        psn = p["psn"] & 0xFFFFFF
+        if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
+            q["rx_oow"] += 1  # a NAK names the PSN refused, which is still unacknowledged: not our peer's
+            return
         code = syn & 0x1F
         if code == 1:
             status = D.WC_REM_INV_REQ_ERR
@@ -421,7 +455,7 @@ def on_rto(T, i, now):
             q["losses"] += 1
             nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
             if first or q["rto_retire"] != 0:
-                _retire_ev_after_loss(T, i, slot, now)
+                _retire_ev_after_loss(T, i, slot, now, True)
             first = False
         psn = psn_add(psn, 1)
     q["rto_deadline"] = now + rto_interval(q)

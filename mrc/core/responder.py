@@ -20,6 +20,12 @@ Sources and choices (docs/protocol.md):
   enters ERROR, so the requester fails at once with the cause instead of
   exhausting its retries. A data packet that reaches a QP which failed that
   way repeats the NAK (the first one may have been lost).
+- A data packet or probe whose PSN is more than ``MAX_PSN_SPAN`` (255 x 128,
+  the widest span a requester may have in flight) from the next PSN expected
+  cannot come from the peer: it is counted in ``rx_oow`` and dropped before
+  anything else (no NACK, no SACK, no repeated AETH NAK), so a blind forger
+  neither ends the QP with a bad R_Key nor turns us into a reflector. Inside
+  that band the protocol's answers stand, one answer per packet at most.
 - Received PSNs are tracked in a window of ``mpr_dest`` x 128 slots above
   ``cack_psn``; a PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below
   ``cack_psn`` or already in the window is a duplicate (acknowledged, not
@@ -127,6 +133,15 @@ def _owe_ack(q, p, m, now, immediate):
         q["ack_deadline"] = now + q["ack_delay_ps"]
 
 
+@njit_core(inline="always")
+def psn_plausible(q, psn):
+    """Whether a data or probe PSN can come from the peer: at most `D.MAX_PSN_SPAN` from the next PSN
+    expected. A requester's PSNs lie in [una_psn, sq_psn), a span below MPR x 128, and una_psn <= our
+    cack_psn + 1 <= sq_psn, so anything further is forged (or from a QP that no longer exists)."""
+    d = psn_diff(psn, psn_add(q["cack_psn"], 1))
+    return -D.MAX_PSN_SPAN <= d <= D.MAX_PSN_SPAN
+
+
 @njit_core
 def _fatal(T, i, syndrome, psn, port, cause, now):
     """Stop: owe the requester an AETH NAK with `syndrome`, then enter ERROR with `cause`."""
@@ -185,6 +200,10 @@ def on_data(T, i, p, now):
     """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
     q = T.qp[i]
     T.place[0] = -1
+    psn = p["psn"] & 0xFFFFFF
+    if not psn_plausible(q, psn):
+        q["rx_oow"] += 1
+        return
     if (q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS) or q["rx_row"] < 0:
         q["rx_dropped"] += 1
         if q["state"] == D.QPS_ERROR and q["aeth_syndrome"] != 0:
@@ -194,7 +213,6 @@ def on_data(T, i, p, now):
     q["rx_active_until"] = now + 2 * q["base_rtt"]
     if q["rev_probe_deadline"] == D.NO_DEADLINE:
         q["rev_probe_deadline"] = now + q["rev_probe_interval_ps"]
-    psn = p["psn"] & 0xFFFFFF
     if p["trim"] != 0:
         q["rx_trimmed"] += 1
         if q["trim_nack_dest"] == 0:
@@ -268,6 +286,9 @@ def on_data(T, i, p, now):
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
+    if not psn_plausible(q, p["psn"] & 0xFFFFFF):
+        q["rx_oow"] += 1
+        return
     if q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS:
         q["rx_dropped"] += 1
         return
@@ -347,8 +368,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     p["spdcid"] = q["qpn"] & 0xFFFF
     p["dpdcid"] = q["dest_qpn"] & 0xFFFF
     p["nack_psn"] = psn
-    p["cc_type"] = 2
-    p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
+    p["cc_type"] = 2  # NETH carries no MPR (docs/wire.md): the window rides on every SACK (SETH mpr)
     p["tx_timestamp"] = ts
     e = T.ev[q["ev_row"], ev_slot]
     p["ev"] = e["ev"]

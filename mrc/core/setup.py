@@ -45,9 +45,12 @@ ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tel
 ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
                                         1 ONE, 2 OBLIVIOUS, 3 REPS
 reps_buffer             8               REPS paper / UEC htsim recycle buffer
-reps_reuse              ack_every_pkts  uses of each recycled EV: one SACK stands
-                                        for that many packets (htsim's usable
-                                        lifetime with coalesced ACKs)
+reps_reuse              1               uses of each recycled EV (htsim's
+                                        ``repsMaxLifetimeEntropy``)
+reps_per_psn            1               an unmarked SACK recycles the EV of every
+                                        PSN it newly acknowledges (REPS paper: one
+                                        recycled EV per acknowledged packet); 0:
+                                        only the EV the SACK reflects
 reps_explore            16              htsim: random EVs explored after a freeze
 reps_freeze_ps          10 ms           htsim ``exit_freeze_after``
 dscp_*                  4 / 8 / 46      third-party emulator values
@@ -112,7 +115,8 @@ QP_DEFAULTS = {
     "trim_nack_dest": 1,
     "ev_policy": D.EVP_MRC,
     "reps_buffer": D.REPS_MAX_BUFFER,
-    "reps_reuse": None,  # ack_every_pkts
+    "reps_reuse": 1,
+    "reps_per_psn": 1,
     "reps_explore": 16,
     "reps_freeze_ps": 10_000 * US,
 }
@@ -153,6 +157,7 @@ QP_BOUNDS = {
     "ev_policy": (0, len(D.EV_POLICY_NAMES) - 1),
     "reps_buffer": (1, D.REPS_MAX_BUFFER),
     "reps_reuse": (1, 255),
+    "reps_per_psn": (0, 1),
     "reps_explore": (0, 65535),
     "reps_freeze_ps": (0, 1 << 50),
 }
@@ -268,8 +273,6 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
         cfg["rev_probe_interval_ps"] = base_rtt_ps
     if cfg["ev_first_probe_ps"] is None:
         cfg["ev_first_probe_ps"] = base_rtt_ps
-    if cfg["reps_reuse"] is None:
-        cfg["reps_reuse"] = min(cfg["ack_every_pkts"], 255) if isinstance(cfg["ack_every_pkts"], int) else 1
     for key, value in cfg.items():
         lo, hi = QP_BOUNDS[key]
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:

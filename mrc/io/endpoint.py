@@ -4,8 +4,15 @@ Shape (aioquic's ``asyncio/protocol.py``, hypercorn's trio ``udp_server``,
 trio's DTLS endpoint):
 
 - one *reader* task per receive socket: ``recvmsg`` -> the transport's
-  ``unframe_untrusted`` (garbage is dropped and counted, never raised) -> a
-  bounded inbox (full: the datagram is dropped and counted);
+  ``unframe_untrusted`` (garbage is dropped and counted, never raised) ->
+  the source check -> a bounded inbox (full: the datagram is dropped and
+  counted). Source check: a packet for a connected QP must come from that
+  QP's peer address on the NIC port it arrived on (`Peer.sent`), else it is
+  dropped and counted (``rx_wrong_source``); an endpoint request is answered
+  only when it comes from the peer of one of the device's QPs
+  (``ep_unknown_source``) and at most ``ep_rate`` per second, in bursts of
+  ``ep_burst`` (``ep_rate_limited``); endpoint responses go on to the
+  controller, which matches them against its own requests;
 - one *protocol* task per endpoint, the only code that touches the device:
   it waits for the inbox or the device's single deadline
   (`Device.next_deadline`, never fired early: the core gets
@@ -36,7 +43,11 @@ from dataclasses import dataclass, fields
 import trio
 
 from mrc.errors import UsageError
+from mrc.io.transports import Peer
+from mrc.wire.constants import ENDPOINT_QPN, Opcode
 from mrc.wire.errors import DecodeError
+
+ENDPOINT_REQUEST = int(Opcode.MRC_ENDPOINT_REQUEST)
 
 PS_PER_S = 10**12
 MSG_TRUNC = 0x20  # Linux
@@ -72,13 +83,18 @@ class EndpointStatistics:
     inbox_size: int = 0
     inbox_peak: int = 0  # deepest the inbox has been
     cq_overruns: int = 0  # completions the application's CQs held beyond their size (reported, never lost)
+    rx_wrong_source: int = 0  # dropped: for a connected QP, but not from its peer's address on that port
+    ep_unknown_source: int = 0  # endpoint requests dropped: not from the peer of any QP of the device
+    ep_rate_limited: int = 0  # endpoint requests dropped: beyond ep_rate / ep_burst
 
 
 class Endpoint:
     """One MRC NIC (`mrc.api.Device`) on the sockets of `transport` (`UdpEncap` or `NativeSrv6`)."""
 
     def __init__(self, device, transport, *, inbox_size: int = 4096, rx_batch: int = 64, tx_batch: int = 32,
-                 tracer=None):
+                 tracer=None, ep_rate: float = 2000.0, ep_burst: int = 1024):
+        if not ep_rate > 0 or not (isinstance(ep_burst, int) and ep_burst >= 1):
+            raise UsageError(f"Endpoint: ep_rate = {ep_rate!r} must be > 0 and ep_burst = {ep_burst!r} an integer >= 1")
         if device.ports != transport.ports:
             raise UsageError(f"Endpoint: device {device.name!r} has {device.ports} port(s) but the transport "
                              f"has {transport.ports} socket address(es); give one per NIC port")
@@ -93,6 +109,8 @@ class Endpoint:
         self._last_now = 0
         self._cqs: list = []
         self.serving = False
+        self.ep_rate, self.ep_burst = float(ep_rate), ep_burst
+        self._ep_tokens, self._ep_refill = float(ep_burst), None  # token bucket of endpoint answers
 
     # -- time -------------------------------------------------------------------------
     def now(self) -> int:
@@ -116,6 +134,7 @@ class Endpoint:
         return self.transport.local_peer()
 
     def statistics(self) -> EndpointStatistics:
+        """An immutable `EndpointStatistics` snapshot of the endpoint's counters."""
         c = dict(self._counts)
         c["cq_overruns"] = sum(cq.overruns for cq in self._cqs)
         return EndpointStatistics(**c)
@@ -179,6 +198,8 @@ class Endpoint:
                 except (DecodeError, ValueError):
                     c["rx_garbage"] += 1
                     continue
+                if not self._admit(port, item[0], item[2]):
+                    continue
                 try:
                     self._inbox_send.send_nowait(item)
                 except trio.WouldBlock:
@@ -186,6 +207,31 @@ class Endpoint:
             depth = self._inbox.statistics().current_buffer_used
             if depth > c["inbox_peak"]:
                 c["inbox_peak"] = depth
+
+    def _admit(self, port: int, pkt, src) -> bool:
+        """The source check (module docstring): True to hand the packet to the device."""
+        c, dev = self._counts, self.device
+        qpn = int(pkt["dqpn"])
+        if qpn == ENDPOINT_QPN:
+            if int(pkt["opcode"]) != ENDPOINT_REQUEST:
+                return True
+            if not any(isinstance(p, Peer) and p.sent(port, src) for p in dev.peer_addresses()):
+                c["ep_unknown_source"] += 1
+                return False
+            now = trio.current_time()
+            last, self._ep_refill = self._ep_refill, now
+            if last is not None:
+                self._ep_tokens = min(float(self.ep_burst), self._ep_tokens + (now - last) * self.ep_rate)
+            if self._ep_tokens < 1:
+                c["ep_rate_limited"] += 1
+                return False
+            self._ep_tokens -= 1
+            return True
+        bound = dev.peer_address(qpn)
+        if isinstance(bound, Peer) and not bound.sent(port, src):
+            c["rx_wrong_source"] += 1
+            return False
+        return True  # an unknown QPN or a QP with no peer yet: the device counts and drops it
 
     async def _protocol(self) -> None:
         dev, c = self.device, self._counts

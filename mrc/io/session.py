@@ -28,11 +28,11 @@ from mrc.ev_fields import EvField
 
 EV_PROFILE = 1
 CC_PROFILE = 1
-RTR = dict(rq_psn=0, mpr_dest=8, max_wimm_dest=16)
-RTS = dict(sq_psn=0, mpr=8, max_wimm=16, retry_linear=7, retry_exp=7)
+RTR = dict(mpr_dest=8, max_wimm_dest=16)
+RTS = dict(mpr=8, max_wimm=16, retry_linear=7, retry_exp=7)
 
 
-def make_device(name: str, ports: int, *, seed: int, port_gbps: float, mtu: int, address=None) -> Device:
+def make_device(name: str, ports: int, *, seed: int | None = None, port_gbps: float, mtu: int, address=None) -> Device:
     if not 0 < port_gbps <= 1000:
         raise UsageError(f"port_gbps = {port_gbps!r}: must be in (0, 1000]")
     return Device(name, ports=ports, seed=seed, mtu=mtu, port_rate_bps=int(port_gbps * 1e9), address=address)
@@ -85,11 +85,11 @@ def setup_cc(dev: Device, *, algorithm: str, base_rtt_us: float, window_bytes: i
         raise UsageError(f"base_rtt_us = {base_rtt_us!r}: must be in [1, 1e6] microseconds")
     if algorithm not in ("nscc", "none"):
         raise UsageError(f"cc = {algorithm!r}: one of nscc, none")
-    cfg = {"base_rtt": int(base_rtt_us * 1000)}
+    cfg = {"base_rtt_ns": int(base_rtt_us * 1000)}
     if target_delay_us is not None and algorithm == "nscc":
         if not 1 <= target_delay_us <= 1e6:
             raise UsageError(f"target_delay_us = {target_delay_us!r}: must be in [1, 1e6] microseconds")
-        cfg["target_delay"] = int(target_delay_us * 1000)
+        cfg["target_delay_ns"] = int(target_delay_us * 1000)
     if algorithm == "none":
         if not window_bytes or window_bytes < dev.mtu:
             raise UsageError(f"window = {window_bytes!r}: a fixed window needs at least one MTU ({dev.mtu} B)")
@@ -120,8 +120,9 @@ def connect(dev_a: Device, dev_b: Device, peer_a, peer_b, *, rts: dict, cqe: int
     qa, qb = dev_a.create_qp(cqa), dev_b.create_qp(cqb)
     for q in (qa, qb):
         q.modify("INIT", ev_profile_id=EV_PROFILE, cc_profile_id=CC_PROFILE)
-    qa.modify("RTR", dest_qp_num=qb.qp_num, remote_address=peer_b, **RTR)
-    qb.modify("RTR", dest_qp_num=qa.qp_num, remote_address=peer_a, **RTR)
-    for q in (qa, qb):
-        q.modify("RTS", **{**RTS, **rts})
+    psn_a, psn_b = dev_a.initial_psn(), dev_b.initial_psn()  # random unless the devices are seeded
+    qa.modify("RTR", dest_qp_num=qb.qp_num, remote_address=peer_b, rq_psn=psn_b, **RTR)
+    qb.modify("RTR", dest_qp_num=qa.qp_num, remote_address=peer_a, rq_psn=psn_a, **RTR)
+    qa.modify("RTS", sq_psn=psn_a, **{**RTS, **rts})
+    qb.modify("RTS", sq_psn=psn_b, **{**RTS, **rts})
     return Connection(qa, qb, cqa, cqb)

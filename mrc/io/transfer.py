@@ -26,13 +26,13 @@ import numpy as np
 import trio
 
 from mrc.ctl import EpRequest, EvState
-from mrc.errors import MRCError, UsageError
+from mrc.errors import UsageError
 from mrc.io.endpoint import Endpoint, unwrapped
 from mrc.io.session import connect, timeout_exponent
 
 DATA_OPCODES = range(0xC6, 0xCC)
 QP_COUNTERS = ("tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "losses",
-               "probes_tx", "rx_pkts", "rx_dup", "rx_oor", "rx_dropped", "sacks_tx", "nacks_tx")
+               "probes_tx", "rx_pkts", "rx_dup", "rx_oor", "rx_dropped", "rx_oow", "sacks_tx", "nacks_tx")
 
 
 @dataclass
@@ -81,8 +81,10 @@ class _Trace:
 
 
 async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *, rts: dict | None = None,
-                       fabric=None, hosts: tuple[int, int] | None = None, failure: FailurePlan | None = None) -> dict:
-    """Run one transfer from `ep_a` to `ep_b` (both serving); returns the report (a dict, JSON-ready)."""
+                       fabric=None, hosts: tuple[int, int] | None = None, failure: FailurePlan | None = None,
+                       started: trio.Event | None = None) -> dict:
+    """Run one transfer from `ep_a` to `ep_b` (both serving); returns the report (a dict, JSON-ready).
+    `started` is set when the clock starts (the first timed write is about to be posted)."""
     opts.check()
     dev_a, dev_b = ep_a.device, ep_b.device
     attrs = dict(timeout=timeout_exponent(opts.rto_ms), ev_probe_interval_ps=int(opts.ev_probe_interval_ms * 1e9),
@@ -104,13 +106,16 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     mr_a, mr_b = dev_a.reg_mr(src), dev_b.reg_mr(dst)
     paths = {"requester": await probe_paths(ep_a, ep_b.local_peer(), opts.probe_timeout_s),
              "responder": await probe_paths(ep_b, ep_a.local_peer(), opts.probe_timeout_s)}
+    warm_error = None
     with trio.move_on_after(opts.timeout_s) as warm:
-        await _warm_up(ep_a, conn, mr_a, mr_b, opts)
+        warm_error = await _warm_up(ep_a, conn, mr_a, mr_b, opts)
     if warm.cancelled_caught:
-        raise MRCError(f"the warm-up write did not complete within {opts.timeout_s} s: the endpoints cannot reach "
-                       "each other (addresses, firewall, fabric down?)")
+        warm_error = (f"the warm-up write did not complete within {opts.timeout_s} s: the endpoints cannot reach "
+                      "each other (addresses, firewall, fabric down?)")
     base = {"requester": conn.qa.statistics(), "responder": conn.qb.statistics()}
     t0 = ep_a.now()
+    if started is not None:
+        started.set()
     fail_info: dict = {}
     done = {"completions": [], "t_end": None}
 
@@ -154,10 +159,11 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch, ep_a, evq_a, "requester")
             nursery.start_soon(watch, ep_b, evq_b, "responder")
-            if failure is not None:
+            if failure is not None and warm_error is None:
                 nursery.start_soon(inject, failure)
-            await _post_all(ep_a, conn, mr_a, mr_b, opts, done)
-            if failure is not None and failure.restore_at is not None:
+            if warm_error is None:
+                await _post_all(ep_a, conn, mr_a, mr_b, opts, done)
+            if failure is not None and failure.restore_at is not None and warm_error is None:
                 await trio.sleep_until(t0 / 1e12 + failure.restore_at)
                 await ep_a.wait_condition(lambda: "t_up" in fail_info)
                 with trio.move_on_after(opts.settle_s):
@@ -179,9 +185,16 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     }
     if failure is not None:
         report["failure"] = _failure_report(fabric, failure, fail_info, failed_evs, events, trace, conn.qa, t0)
+    if conn.qa.state not in ("ERROR", "RESET") and (budget.cancelled_caught or not verified):
+        conn.qa.modify("ERROR")  # what is still posted is flushed (WR_FLUSH_ERR), so its region can go
     mr_a.deregister()
     mr_b.deregister()
-    if budget.cancelled_caught and not verified:
+    if warm_error is not None:
+        report["error"] = warm_error
+    elif conn.qa.state != "RTS" or conn.qb.state != "RTS":
+        report["error"] = (f"the QP failed: requester {conn.qa.state}, responder {conn.qb.state}; "
+                           f"{len(ok)} of {_n_writes(opts)} writes completed")
+    elif budget.cancelled_caught and not verified:
         report["error"] = f"gave up after {opts.timeout_s} s ({len(ok)} of {_n_writes(opts)} writes completed)"
     return report
 
@@ -194,17 +207,20 @@ async def probe_paths(ep: Endpoint, peer, timeout_s: float) -> dict:
     batch = ep.device.ctl.ep_batch_send("EV_PROBE", reqs, now=ep.now(), rsp_timeout_ns=int(timeout_s * 1e9))
     ep.wakeup()
     await ep.wait_condition(lambda: batch.done or batch.timed_out)
-    rtt = {r.req_id: r.rtt / 1e6 for r in batch.responses}
+    rtt = {r.req_id: r.rtt_ns / 1e6 for r in batch.responses}
     return {f"{e['ev']:#010x}": rtt.get(k) for k, e in enumerate(evs)}
 
 
-async def _warm_up(ep: Endpoint, conn, mr_a, mr_b, opts: TransferOptions) -> None:
-    """One small write before the clock starts, so that loading compiled code does not look like loss."""
+async def _warm_up(ep: Endpoint, conn, mr_a, mr_b, opts: TransferOptions) -> str | None:
+    """One small write before the clock starts, so that loading compiled code does not look like loss.
+    Returns why it failed, or None."""
     n = min(opts.nbytes, 4 * ep.device.mtu)
     ep.post_write(conn.qa, 0, mr_a.sge(0, n), remote_addr=mr_b.addr, rkey=mr_b.rkey)
     got = await ep.wait_completion(conn.cqa, 1)
     if not got[0].ok:
-        raise MRCError(f"the warm-up write failed ({got[0].status}): the endpoints cannot reach each other")
+        return (f"the warm-up write failed ({got[0].status}; requester QP {conn.qa.state}, responder QP "
+                f"{conn.qb.state}): the endpoints cannot reach each other, or the QP failed")
+    return None
 
 
 def _n_writes(opts: TransferOptions) -> int:
@@ -215,11 +231,13 @@ async def _post_all(ep: Endpoint, conn, mr_a, mr_b, opts: TransferOptions, done:
     offsets = list(range(0, opts.nbytes, opts.chunk))
     posted = 0
     while len(done["completions"]) < len(offsets):
-        while posted < len(offsets) and posted - len(done["completions"]) < opts.max_wr:
+        while posted < len(offsets) and posted - len(done["completions"]) < opts.max_wr and conn.qa.state == "RTS":
             off = offsets[posted]
             n = min(opts.chunk, opts.nbytes - off)
             ep.post_write(conn.qa, posted + 1, mr_a.sge(off, n), remote_addr=mr_b.addr + off, rkey=mr_b.rkey)
             posted += 1
+        if posted == len(done["completions"]):
+            break  # the QP left RTS with nothing outstanding: nothing more can complete
         got = await ep.wait_completion(conn.cqa, 64)
         done["completions"].extend(got)
         if any(not w.ok for w in got):

@@ -63,7 +63,18 @@ class Peer:
 
     @classmethod
     def fabric_host(cls, topo, host: int, udp_port: int = ROCEV2_UDP_PORT) -> "Peer":
+        """Host `host` of a `mrc.fabric` topology: its address on every plane, UDP port `udp_port`."""
         return cls(tuple((str(topo.host_address(host, p)), udp_port) for p in range(topo.n_planes)), host)
+
+    def sent(self, port: int, src: "Peer") -> bool:
+        """Whether a datagram that arrived on NIC port `port` from `src` (what ``unframe_untrusted`` returned)
+        comes from this peer's address on that port: the (host, UDP port) pair, or for a fabric host its
+        address on that plane."""
+        if not isinstance(src, Peer) or port >= len(self.addrs) or port >= len(src.addrs) or self.addrs[port] is None:
+            return False
+        if self.host is not None:
+            return src.host == self.host
+        return src.addrs[port] == self.addrs[port]
 
     def __str__(self) -> str:
         where = ", ".join("-" if a is None else format_addr(a) for a in self.addrs)
@@ -125,6 +136,7 @@ class UdpEncap:
 
     @property
     def ports(self) -> int:
+        """The number of NIC ports (one socket address each)."""
         return len(self.local)
 
     async def open_sockets(self) -> None:
@@ -137,18 +149,22 @@ class UdpEncap:
             self.local[k] = parse_addr(sock.getsockname()[:2])
 
     def rx_sockets(self):
+        """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
         return list(enumerate(self.socks))
 
     def local_peer(self) -> Peer:
+        """This side's addresses, as the `Peer` a remote QP connects to."""
         return Peer(tuple(self.local))
 
     def register(self, peer: Peer) -> None:
+        """Know `peer`'s addresses, so that packets from them are attributed to it."""
         for p, a in enumerate(peer.addrs):
             if a is not None:
                 self._peers[(p, a)] = peer
         self._sources.clear()  # a source seen before may now belong to this peer
 
     def frame(self, out):
+        """(socket index, datagram bytes, destination) for an `OutPacket`, or None when it cannot be addressed."""
         p = out.port - 1
         peer = out.dest
         if not isinstance(peer, Peer) or p >= len(peer.addrs) or peer.addrs[p] is None or p >= self.ports:
@@ -164,6 +180,7 @@ class UdpEncap:
         return p, self.codec.encode(out.pkt, net, out.payload), peer.addrs[p]
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
+        """(PKT row, payload, sender `Peer`) of a received datagram; raises `DecodeError` for anything else."""
         pkt, payload = self.codec.decode_untrusted(data, port)
         peer = self._sources.get((port, addr[:2]))
         if peer is None:
@@ -175,6 +192,7 @@ class UdpEncap:
         return pkt, payload, peer
 
     def close(self) -> None:
+        """Close the sockets."""
         for s in self.socks:
             s.close()
 
@@ -201,14 +219,16 @@ class NativeSrv6:
         self.codec = Codec(ev_mode=EvMode.STEV, dport=udp_port, verify_udp=False)  # the kernel checked UDP
         self._nets: dict = {}  # (Peer, plane, ev) -> (NET row, carrier text)
         self._local_packed = [ipaddress.IPv6Address(a).packed for a, _ in self.local]
-        self._by_addr = {str(topo.host_address(h, p)): h for h in range(topo.n_hosts) for p in range(topo.n_planes)}
+        self._by_addr = {str(topo.host_address(h, p)): (h, p) for h in range(topo.n_hosts) for p in range(topo.n_planes)}
         self._sources: dict = {}  # (port, source address text, source port) -> (packed address, Peer)
 
     @property
     def ports(self) -> int:
+        """The number of NIC ports (one socket address each)."""
         return self.topo.n_planes
 
     async def open_sockets(self) -> None:
+        """Create the sockets (and bind or join the host's namespace) before the endpoint starts."""
         try:
             raw = Datagram.open(_socket.AF_INET6, _socket.SOCK_RAW, _socket.IPPROTO_RAW, netns=self.netns)
         except PermissionError:
@@ -230,15 +250,19 @@ class NativeSrv6:
         raw.tune()
 
     def rx_sockets(self):
+        """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
         return list(enumerate(self.socks[: len(self.local)]))
 
     def local_peer(self) -> Peer:
+        """This side's addresses, as the `Peer` a remote QP connects to."""
         return Peer.fabric_host(self.topo, self.host, self.udp_port)
 
     def register(self, peer: Peer) -> None:
+        """Know `peer`'s addresses, so that packets from them are attributed to it."""
         pass  # peers are fabric hosts: found by address
 
     def frame(self, out):
+        """(socket index, datagram bytes, destination) for an `OutPacket`, or None when it cannot be addressed."""
         p, peer, ev = out.port - 1, out.dest, int(out.pkt["ev"])
         if not isinstance(peer, Peer) or peer.host is None or p >= self.ports:
             return None
@@ -266,6 +290,7 @@ class NativeSrv6:
         return len(self.socks) - 1, self.codec.encode(out.pkt, net, out.payload), dest
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
+        """(PKT row, payload, sender `Peer`) of a received datagram; raises `DecodeError` for anything else."""
         flowinfo = tclass = 0
         for level, kind, value in ancdata:
             if level == _socket.IPPROTO_IPV6 and kind == IPV6_FLOWINFO and len(value) >= 4:
@@ -275,7 +300,9 @@ class NativeSrv6:
         source = self._sources.get((port, addr[0], addr[1]))
         if source is None:
             src = ipaddress.IPv6Address(addr[0].split("%")[0])
-            h = self._by_addr.get(str(src))
+            h, plane = self._by_addr.get(str(src), (None, None))
+            if plane != port:
+                h = None  # a host's address on another plane: not where this port's packets come from
             peer = Peer.fabric_host(self.topo, h, self.udp_port) if h is not None else Peer(
                 tuple((str(src), int(addr[1])) if k == port else None for k in range(self.ports)))
             if len(self._sources) > 1 << 16:
@@ -290,6 +317,7 @@ class NativeSrv6:
         return pkt, payload, source[1]
 
     def close(self) -> None:
+        """Close the sockets."""
         for s in self.socks:
             s.close()
 

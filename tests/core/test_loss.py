@@ -98,14 +98,16 @@ def test_resource_nacks_retransmit_without_ev_penalty(reason):
     assert k == dispatch.K_RTX and r["psn"] == 1
 
 
-def test_psn_oor_window_adopts_the_responders_mpr():
+def test_psn_oor_window_resends_and_takes_no_mpr_from_the_nack():
+    # NETH has no mpr field (docs/wire.md): whatever a NACK's record says there, the requester
+    # resends the PSN and keeps the window it learnt from the SACKs' SETH
     pair = Pair(cc=fixed_window_profile(window_bytes=1 << 30))
     pair.post_write(0, 300 * MTU)
     pkts = sent(pair)
     n = nack(pair, pkts[200], NackReason.PSN_OOR_WINDOW)
-    n["mpr"] = 1
+    n["mpr"] = 1  # not on the wire: must not matter
     pair.deliver(0, n)
-    assert pair.qp(0)["peer_mpr"] == 1
+    assert pair.qp(0)["peer_mpr"] == 0
     (k, r), = pair.collect(0)
     assert k == dispatch.K_RTX and r["psn"] == 200
 
