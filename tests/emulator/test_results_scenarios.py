@@ -34,8 +34,13 @@ def test_library_lists_the_results_scenarios():
 
 @pytest.mark.parametrize("name", RESULTS)
 def test_parses_with_every_transport(name):
+    # as `--transport` and sweeps substitute a transport (`transports.spec.apply`: the scenario's own
+    # [transport] keys reach only the transport they name)
+    from mrc.emulator.transports import spec as tspec
+
+    data, stem, base = scenario.read(name)
     for t in REGISTRY:
-        sc = scenario.load(name, sets=[f'transport.name="{t}"'])
+        sc = scenario.parse(tspec.apply(data, t), stem, base)
         assert sc.name == pathlib.Path(name).name
         assert sc.transport_name == t
 
@@ -43,7 +48,12 @@ def test_parses_with_every_transport(name):
 @pytest.mark.parametrize("name", sorted(TINY))
 @pytest.mark.parametrize("transport", ["roce-ecmp", "mrc"])
 def test_runs_tiny(name, transport):
-    sc = scenario.load(name, sets=[f'transport.name="{transport}"', "metrics.plots=false", *TINY[name]])
+    from mrc.emulator.transports import spec as tspec
+
+    data, stem, base = scenario.read(name)
+    data = tspec.apply(data, transport)
+    scenario.apply_sets(data, ["metrics.plots=false", *TINY[name]])
+    sc = scenario.parse(data, stem, base)
     run = sim.Simulation(sc).run(progress=False)
     s = metrics.summary(run)
     if transport == "mrc" or name != "results/r4-8plane-nic-port":
