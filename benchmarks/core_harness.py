@@ -67,7 +67,7 @@ def compiled_network(pairs: int, nbytes_per_pair: int, repeat: int, fault: dict)
 
     def once():
         T = memnet.build(pairs)
-        return memnet.run(T, msgs=msgs, msg_bytes=msg, **fault)
+        return memnet.run(T, msgs=msgs, msg_bytes=msg, **fault).counters
     dt, r = best_of(once, repeat)
     assert r["done"] == pairs * msgs and r["failed"] == 0, r
     pkts = r["data"] + r["rtx"]

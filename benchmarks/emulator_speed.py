@@ -13,6 +13,10 @@ a   fattree-k8-permutation       k=8 fat-tree, 128 hosts, 128 x 2 MB
 b   fattree-k16-permutation      k=16 fat-tree, 1024 hosts, 1024 x 2 MB      >= 1.0 M packet-hops/s
 c   leafspine-8192-permutation   8192-host 400G leaf-spine, 8192 x 1 MB      >= 0.6 M packet-hops/s, <= 1 GB
 d   mrc-8plane-131k-permutation  131,072 hosts, 8 planes, 131,072 x 64 KB    <= 16 GB
+e   training-dp                  64 hosts, 2 planes: 3 iterations of a 1 MB
+                                 ring all-reduce in 8 rings of 8
+t   training-131k-dp             131,072 hosts, 8 planes: 2 iterations of a  >= 1.0 M packet-hops/s (mrc),
+                                 32 KB all-reduce in 256 rings of 512        <= 8 GB, set-up <= 10 s
 ==  ===========================  ==========================================  ==============================
 
 Each setup runs in its own process (so its peak RSS is its own), after a tiny
@@ -26,7 +30,8 @@ in a fresh process) and ends each setup with the median, minimum and maximum of
 the per-round ratios.
 Printed per setup: flows, simulated time, events, packet-hops (packets
 serialised onto a link), wall time of the simulation loop, events/s,
-packet-hops/s, peak RSS, setup time. htsim (C++) does 0.28 M and 0.18 M
+packet-hops/s, peak RSS, setup time, and the process's CPU time for set-up and
+loop (on a machine shared with others, wall time overstates what a run costs). htsim (C++) does 0.28 M and 0.18 M
 packet-hops/s on b and c on this machine type (spraying UET transport; see
 simulators-and-setups). The machine may be shared: figures are noisy.
 """
@@ -44,6 +49,8 @@ SETUPS = {
     "b": ("fattree-k16-permutation", 1.0e6, None),
     "c": ("leafspine-8192-permutation", 0.6e6, 1024.0),
     "d": ("mrc-8plane-131k-permutation", None, 16384.0),
+    "e": ("training-dp", None, None),
+    "t": ("training-131k-dp", 1.0e6, 8192.0),
 }
 
 
@@ -56,6 +63,7 @@ def one(name: str, transport: str | None) -> dict:
                            "workload": {"kind": "permutation", "size_bytes": 10000}}, "warm-up")
     sim.Simulation(warm).run()
     t0 = time.perf_counter()
+    c0 = time.process_time()
     sets = []
     if transport:
         tname, params = parse_transport(transport)
@@ -63,13 +71,16 @@ def one(name: str, transport: str | None) -> dict:
     sc = scenario.load(name, sets=sets)
     s = sim.Simulation(sc)
     setup = time.perf_counter() - t0
+    c1 = time.process_time()
     r = s.run()
+    cpu = time.process_time() - c1
     done = int((r.flows["status"] == 2).sum())
     w = r.sim["wall_s"]
     return {"scenario": name, "hosts": sc.topo.n_hosts, "flows": len(r.flows), "completed": done,
             "sim_us": r.sim["sim_time_us"], "events": r.sim["events"], "hops": r.sim["packet_hops"], "wall_s": w,
             "events_per_s": r.sim["events"] / w, "hops_per_s": r.sim["packet_hops"] / w,
-            "rss_mb": r.sim["peak_rss_mb"], "setup_s": setup, "peak_packets": r.sim["peak_packets"]}
+            "rss_mb": r.sim["peak_rss_mb"], "setup_s": setup, "peak_packets": r.sim["peak_packets"],
+            "setup_cpu_s": c1 - c0, "cpu_s": cpu, "hops_per_cpu_s": r.sim["packet_hops"] / max(cpu, 1e-9)}
 
 
 def _run(key: str, tp: str, first: dict | None, first_name: str) -> dict | None:
@@ -89,13 +100,14 @@ def _run(key: str, tp: str, first: dict | None, first_name: str) -> dict | None:
         verdict.append(f"<= {rss_target:.0f} MB: {'yes' if d['rss_mb'] <= rss_target else 'NO'}")
     print(f"{key:2} {name:28} {d['hosts']:>7,} {d['completed']:>6,}/{d['flows']:<6,} {d['sim_us']:>9,.1f} "
           f"{d['events']:>11,} {d['hops']:>11,} {d['wall_s']:>7.2f} {d['events_per_s'] / 1e6:>7.2f} "
-          f"{d['hops_per_s'] / 1e6:>8.2f} {d['rss_mb']:>7.0f} {d['setup_s']:>7.2f}  {'; '.join(verdict)}", flush=True)
+          f"{d['hops_per_s'] / 1e6:>8.2f} {d['rss_mb']:>7.0f} {d['setup_s']:>7.2f} {d['cpu_s']:>7.1f} "
+          f"{d['hops_per_cpu_s'] / 1e6:>9.2f} {d['setup_cpu_s']:>8.2f}  {'; '.join(verdict)}", flush=True)
     return d
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("setups", nargs="*", default=["a", "b", "c"], help="a b c d (default: a b c)")
+    ap.add_argument("setups", nargs="*", default=["a", "b", "c"], help="a b c d e t (default: a b c)")
     ap.add_argument("--transport", default="roce-ecmp",
                     help="transport(s), comma-separated (name[:key=value...]; default roce-ecmp)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds per setup, transports interleaved (default 1)")
@@ -105,7 +117,8 @@ def main(argv=None) -> int:
         print(json.dumps(one(args.one, args.transport)))
         return 0
     print(f"{'id':2} {'scenario':28} {'hosts':>7} {'flows':>13} {'sim us':>9} {'events':>11} {'pkt-hops':>11} "
-          f"{'wall s':>7} {'M ev/s':>7} {'M hops/s':>8} {'RSS MB':>7} {'setup s':>7}  transport, target", flush=True)
+          f"{'wall s':>7} {'M ev/s':>7} {'M hops/s':>8} {'RSS MB':>7} {'setup s':>7} {'CPU s':>7} {'M hops/cpu':>9} "
+          f"{'setup cpu':>8}  transport, target", flush=True)
     tps = [t.strip() for t in args.transport.split(",") if t.strip()]
     for key in args.setups:
         if key not in SETUPS:

@@ -21,7 +21,7 @@ import ipaddress
 import numpy as np
 
 from mrc.api import Access, Device, QpCap, WcOpcode
-from mrc.ctl import EvState
+from mrc.ctl import CC_NS_KEYS, EvState
 from mrc.errors import UsageError
 from mrc.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET
@@ -97,7 +97,10 @@ class ReferenceEndpoint(Endpoint):
         cc = dict(cfg.cc)
         algorithm = cc.pop("algorithm", "uet-1.0-nscc")
         c.modify_cc_profile(1, algorithm=algorithm, state="OFFLINE")
-        c.modify_cc_profile(1, config=cc or {"base_rtt": 8000}, state="ONLINE")
+        # the adapter's cc dict holds mrc_ctl_cc_nscc_cfg fields under their C names (ns); the controller
+        # spells the time fields with their unit
+        cc = {(k + "_ns" if k in CC_NS_KEYS else k): v for k, v in (cc or {"base_rtt": 8000}).items()}
+        c.modify_cc_profile(1, config=cc, state="ONLINE")
 
     def _srv6_carriers(self) -> dict:
         """EV value -> (outer destination, SRH segment or None) from the profile's expansions."""

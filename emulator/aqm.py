@@ -5,7 +5,8 @@ Selected by the port's kind flags (`state.PK_ECN`, `state.PK_TRIM`), as htsim's
 
 - ECN (WRED on the instantaneous data-queue length, htsim / DCQCN style): no
   mark below ``ecn_kmin`` bytes, every ECN-capable packet above ``ecn_kmax``,
-  in between with probability ``ecn_pmax * (q - kmin) / (kmax - kmin)``.
+  in between with probability ``ecn_pmax * (q - kmin) / (kmax - kmin)``. A
+  degraded port (``qscale`` < 1) scales kmin and kmax, as htsim's ``-failed``.
   Applied when the packet leaves (`port.tx_done`, q = the queue with the
   packet itself, as htsim's ECNQueue and ns-3 HPCC mark) or, with
   ``[switch] ecn_mark = "enqueue"``, when it arrives (`port.receive`).
@@ -16,6 +17,8 @@ Selected by the port's kind flags (`state.PK_ECN`, `state.PK_TRIM`), as htsim's
   row: payload shortened, DSCP and trim code set).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
@@ -37,6 +40,10 @@ def ecn_mark(E, q, i, qbytes):
     c = E.cfg[0]
     kmin = c["ecn_kmin"]
     kmax = c["ecn_kmax"]
+    s = E.port[q]["qscale"]
+    if s != 1.0:  # a degraded link's thresholds (htsim -failed)
+        kmin = np.int64(kmin * s)
+        kmax = np.int64(kmax * s)
     if qbytes <= kmin:
         return 0
     if qbytes < kmax:

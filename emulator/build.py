@@ -36,6 +36,7 @@ def ports_table(sc: Scenario) -> np.ndarray:
     for f in ("head0", "tail0", "head1", "tail1", "cur", "pipe_head", "pipe_tail", "ring_head", "ring_tail"):
         P[f] = -1
     P["up"] = P["rloc"] = P["rglob"] = 1
+    P["qscale"] = 1.0
     kind = np.zeros(n, np.int32)
     kind[is_nic] |= ST.PK_NIC
     kind[to_host] |= ST.PK_TO_HOST | ST.PK_LASTHOP

@@ -17,6 +17,7 @@ Per event kind:
 - ``EV_TIMER`` (endpoint): `nic.on_timer`.
 - ``EV_ARRIVAL``: the next flow of the time-sorted start list starts.
 - ``EV_START`` (flow): a trigger started it.
+- ``EV_TRIG`` (trigger): a trigger it depends on fired (`flows.activate`).
 - ``EV_FAIL``: the next failure action (`failures.apply`).
 - ``EV_PFC_PAUSE`` / ``EV_PFC_RESUME`` (port): a PFC frame arrived.
 """
@@ -27,6 +28,7 @@ import numpy as np
 from mrc.emulator._jit import njit
 from mrc.emulator import events as EV
 from mrc.emulator import failures, nic, pfc, watch
+from mrc.emulator import flows as FL
 from mrc.emulator import state as ST
 from mrc.emulator.forward import forward
 from mrc.emulator.pool import RESERVE, free, trace
@@ -222,6 +224,8 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
             start_flow(E, F, T, E.arr_order[k], t)
         elif kind == EV.EV_START:
             start_flow(E, F, T, ident, t)
+        elif kind == EV.EV_TRIG:
+            FL.activate(E, ident, t)
         elif kind == EV.EV_FAIL:
             a = S[ST.S_ACT_NEXT]
             S[ST.S_ACT_NEXT] = a + 1

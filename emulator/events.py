@@ -37,7 +37,8 @@ EV_START = 4  # flow id: a triggered flow starts now
 EV_FAIL = 5  # (no id): the next failure action
 EV_PFC_PAUSE = 6  # port id: a PAUSE frame reaches this (egress) port
 EV_PFC_RESUME = 7  # port id: a RESUME (XON) frame reaches this port
-N_KINDS = 8
+EV_TRIG = 8  # trigger id: activated by a trigger it depends on (workloads with dependency graphs)
+N_KINDS = 9
 
 
 MAX_ID = 1 << 28

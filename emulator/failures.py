@@ -18,7 +18,10 @@ kind               actions
 ``gray-loss``      each packet on the link is lost with ``probability``
                    (for ``duration_us`` if given); routing does not notice
 ``degrade``        the link runs at ``rate_fraction`` of its speed (0.25:
-                   25 %, htsim's ``-failed``); routing does not notice
+                   25 %) and, with ``scale_queue`` (default true), its
+                   ports' data queue limit and ECN thresholds scale by the
+                   same ratio, as htsim's ``-failed`` does
+                   (``fat_tree_topology.cpp``); routing does not notice
 ``nic-port-down``  the host's NIC port on ``plane`` goes down (for
                    ``duration_us`` if given)
 ``switch-reboot``  every link of ``switch`` down for ``duration_us``
@@ -99,8 +102,12 @@ def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int, prewat
         elif f.kind == "degrade":
             for q in f.ports:
                 add(t0, ST.A_RATE, q, idx, f.rate_fraction)
+                if f.scale_queue:
+                    add(t0, ST.A_QSCALE, q, idx, f.rate_fraction)
                 if dur is not None:
                     add(t0 + dur, ST.A_RATE, q, idx, 1.0)
+                    if f.scale_queue:
+                        add(t0 + dur, ST.A_QSCALE, q, idx, 1.0)
         else:  # pragma: no cover - scenario validation rejects it
             raise ValueError(f.kind)
     act = np.zeros(len(rows), ST.ACT)
@@ -187,6 +194,8 @@ def apply(E, F, T, a, now):
         elif k == ST.A_RATE:
             r = np.int64(F.port[q]["rate"] * act["value"])
             P[q]["rate"] = r if r > 0 else 1
+        elif k == ST.A_QSCALE:
+            P[q]["qscale"] = act["value"]
         elif k == ST.A_WATCH:
             P[q]["watch"] = ST.WATCH_ON
             P[q]["watch_fail"] = min(act["failure"], 127)

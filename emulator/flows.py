@@ -9,7 +9,12 @@ flow's ``send_done_trigger`` / ``recv_done_trigger`` activates a trigger; a
 ``multishot`` one starts its next flow (in file order) on each activation, a
 ``barrier`` one starts all its flows on its ``count``-th activation. Started
 flows are scheduled as ``EV_START`` events at the current time (htsim's
-``triggerIsPending``), which the engine starts in order.
+``triggerIsPending``), which the engine starts in order; a flow with a
+``delay`` (a training job's compute phase, `workloads.training`) starts that
+much later. A trigger may also target another trigger (a target ``-(u + 1)``):
+it is activated by an ``EV_TRIG`` event at the current time, so dependency
+graphs (a group's collective done -> each member's next iteration) need no
+recursion and no allocation in compiled code.
 """
 from __future__ import annotations
 
@@ -19,6 +24,15 @@ from mrc.emulator._jit import njit
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.sched import schedule
+
+
+@njit(inline="always")
+def _fire(E, x, now):
+    """Start target x of a trigger: flow x after its delay, or trigger -(x + 1) now."""
+    if x >= 0:
+        schedule(E, now + E.flow[x]["delay"], EV.event(x, EV.EV_START))
+    else:
+        schedule(E, now, EV.event(-x - 1, EV.EV_TRIG))
 
 
 @njit
@@ -33,14 +47,14 @@ def activate(E, t, now):
         tr["fired"] = 1
         tr["t_fired"] = now
         for j in range(tr["n"]):
-            schedule(E, now, EV.event(E.trig_tgt[first + j], EV.EV_START))
+            _fire(E, E.trig_tgt[first + j], now)
     elif k == ST.TRIG_MULTISHOT:
         if tr["next"] >= tr["n"]:
             return
         if tr["fired"] == 0:
             tr["fired"] = 1
             tr["t_fired"] = now
-        schedule(E, now, EV.event(E.trig_tgt[first + tr["next"]], EV.EV_START))
+        _fire(E, E.trig_tgt[first + tr["next"]], now)
         tr["next"] += 1
     else:
         if tr["remaining"] <= 0:
@@ -50,7 +64,7 @@ def activate(E, t, now):
             tr["fired"] = 1
             tr["t_fired"] = now
             for j in range(tr["n"]):
-                schedule(E, now, EV.event(E.trig_tgt[first + j], EV.EV_START))
+                _fire(E, E.trig_tgt[first + j], now)
 
 
 @njit(inline="always")

@@ -22,13 +22,16 @@
 - Reroute (`reroute`): per failure, fault -> first packet of an affected flow
   steered away -> 99 % of the affected traffic off the failed element ->
   goodput recovered.
+- Training and trace jobs (``training``): iteration times, the ideal, the
+  slowest group and the GPU time wasted against the failure-free run
+  (`training_metrics`).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mrc import __version__
-from mrc.emulator import localize
+from mrc.emulator import localize, training_metrics
 from mrc.emulator import state as ST
 from mrc.units import US
 
@@ -244,6 +247,7 @@ def summary(run) -> dict:
                     "in_flight": inflight["packets"]},
         "collectives": colls,
         "jobs": jobs(run, ft),
+        "training": training_metrics.summary(run),
         "victims": victims(run, ft),
         "failures": failures(run),
         "reroute": reroute(run),

@@ -8,7 +8,8 @@ constant delay, so arrival order is departure order.
 
 - `receive`: a packet enters the port (switch egress). Down link: drop.
   Data: lossless ports account PFC per ingress (`pfc`); other ports trim
-  (`aqm.trim`) or drop when the data queue would exceed ``limit0``; then ECN
+  (`aqm.trim`) or drop when the data queue would exceed ``limit0`` (times
+  ``qscale`` on a degraded link); then ECN
   (`aqm.ecn_mark`) if marking on enqueue. Control: drop when the control
   queue would exceed ``limit1``. Then, if idle, start serialising.
 - `start_next`: control queue first (strict priority), data unless paused.
@@ -75,6 +76,16 @@ def _append(E, q, i, c):
 
 
 @njit(inline="always")
+def _limit0(E, q):
+    """The data queue limit of port q: the switch's, scaled on a degraded link (htsim -failed)."""
+    lim = E.cfg[0]["limit0"]
+    s = E.port[q]["qscale"]
+    if s != 1.0:
+        lim = np.int64(lim * s)
+    return lim
+
+
+@njit(inline="always")
 def receive(E, F, q, i, now):
     """Packet i (arrived at q's node through ``pkt.in_port``) enters egress port q."""
     P = E.port
@@ -94,7 +105,7 @@ def receive(E, F, q, i, now):
                 drop(E, i, q, ST.C_DROP_PFC, now)
                 return
             pfc.ingress_add(E, F, inp, size, now)
-        elif P[q]["bytes0"] + size > E.cfg[0]["limit0"]:
+        elif P[q]["bytes0"] + size > _limit0(E, q):
             if (kind & ST.PK_TRIM) != 0 and aqm.trimmable(E, i):
                 aqm.trim(E, q, i)
                 if E.trace.shape[0] > 0:

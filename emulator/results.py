@@ -42,7 +42,7 @@ import pathlib
 import numpy as np
 
 from mrc.core import dtypes as D
-from mrc.emulator import capture, metrics, plots
+from mrc.emulator import capture, metrics, plots, training_metrics
 from mrc.emulator import state as ST
 from mrc.emulator.sim import GROUPS
 
@@ -144,6 +144,8 @@ def write(run, out, plots_too: bool | None = None, plot_formats=("png",), report
     colls = summ["collectives"]
     if colls:
         write_csv(out / "collectives.csv", {k: [c[k] for c in colls] for k in colls[0]})
+    if run.jobs:
+        write_csv(out / training_metrics.HOSTS_CSV, training_metrics.hosts_columns(training_metrics.jobs(run)))
     if run.samples:
         write_csv(out / "timeseries.csv", run.samples)
     write_csv(out / "links.csv", link_groups(run))

@@ -92,6 +92,7 @@ class Failure:
     until_us: float | None = None
     probability: float = 0.0
     rate_fraction: float = 1.0
+    scale_queue: bool = True  # degrade: scale the ports' queue limit and ECN thresholds with the rate (htsim)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +105,8 @@ class Metrics:
     reroute_window_us: float = 50.0
     recovery_pct: float = 10.0
     flow_series: tuple[int, ...] = ()  # flows whose transport state is sampled (the transport's `flow_series`)
+    baseline: str = "auto"  # training / trace jobs with failures: "auto" (run the failure-free twin), "none", or a
+    # results directory of the failure-free run (`training_metrics.baseline`)
 
 
 @dataclasses.dataclass
@@ -243,7 +246,7 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     metrics = Metrics(sample, tuple(ports), mt.bool("plots", True), tuple(tf),
                       mt.int("trace_capacity", 1_000_000 if tf else 0, lo=0),
                       mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
-                      tuple(fs))
+                      tuple(fs), mt.str("baseline", "auto"))
     mt.done()
     check_memory("metrics.trace_capacity", metrics.trace_capacity, metrics.trace_capacity * ST.TRACE.itemsize)
     cap = parse_capture(top.table("capture", {}), topo, duration)
@@ -430,6 +433,7 @@ def parse_failure(t: Table, topo: Topology) -> Failure:
         extra["probability"] = t.num("probability", lo=0, hi=1, lo_open=True)
     if kind == "degrade":
         extra["rate_fraction"] = t.num("rate_fraction", lo=0, hi=1, lo_open=True)
+        extra["scale_queue"] = t.bool("scale_queue", True)
     t.done()
     return Failure(kind, at, tuple(int(q) for q in ports), target, **extra)
 

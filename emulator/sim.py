@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, localize, transports, workloads
+from mrc.emulator import build, engine, localize, sampling, transports, workloads
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
@@ -50,6 +50,9 @@ class RunData:
     capture: dict = dataclasses.field(default_factory=dict)  # [capture]: rows (CAP), headers (PKT), missed
     localization: dict | None = None  # MRC transports: the controller's fault localisation (`localize.record`)
     plane_samples: dict = dataclasses.field(default_factory=dict)  # `PlaneSampler.columns` (planes.csv)
+    jobs: dict = dataclasses.field(default_factory=dict)  # training / trace jobs: index -> `training.JobGraph`
+    trig_fired: np.ndarray = None  # each trigger's firing time (-1: never)
+    baseline: list | None = None  # training / trace jobs of the failure-free twin (`training_metrics.baseline`)
 
 
 class RunTimeout(MRCError):
@@ -73,11 +76,14 @@ class Sampler:
     def __init__(self, sim: "Simulation"):
         topo = sim.sc.topo
         fp = topo.port
-        self.groups = {}
-        for (tier, d), name in GROUPS.items():
-            idx = np.flatnonzero((fp["tier"] == tier) & (fp["dir"] == d))
-            if len(idx):
-                self.groups[name] = idx
+        gid = np.full(len(fp), -1, np.int64)
+        for k, (tier, d) in enumerate(GROUPS):
+            gid[(fp["tier"] == tier) & (fp["dir"] == d)] = k
+        count = np.bincount(gid[gid >= 0], minlength=len(GROUPS))
+        self.cell = gid
+        self.count = count
+        self.groups = {name: k for k, name in enumerate(GROUPS.values()) if count[k]}
+        self.stats = [np.zeros(len(GROUPS)) for _ in range(4)]  # usum, umax, qsum, qmax
         self.rate = fp["rate"].astype(np.float64)
         self.ports = list(sim.sc.metrics.ports)
         self.fail_ports = [np.array(sorted(set(f.ports) | {int(fp[q]["peer"]) for q in f.ports}), np.int64)
@@ -106,17 +112,17 @@ class Sampler:
             return
         P = E.port
         tx = P["tx_bytes"]
-        dtx = tx - self.prev_tx
-        util = dtx * 8.0 / (self.rate * (dt / 1e12))
-        q = P["bytes0"] + P["bytes1"]
+        mine = [(p, float((tx[p] - self.prev_tx[p]) * 8.0 / (self.rate[p] * (dt / 1e12))),
+                 int(P["bytes0"][p] + P["bytes1"][p])) for p in self.ports]
+        usum, umax, qsum, qmax = self.stats
+        sampling.cell_stats(tx, self.prev_tx, self.rate, P["bytes0"], P["bytes1"], self.cell, dt / 1e12,
+                            usum, umax, qsum, qmax)
         self._add("t_us", t / US)
-        for name, idx in self.groups.items():
-            u = util[idx]
-            self._add(f"util_{name}_mean", float(u.mean()))
-            self._add(f"util_{name}_max", float(u.max()))
-            qq = q[idx]
-            self._add(f"queue_{name}_mean_bytes", float(qq.mean()))
-            self._add(f"queue_{name}_max_bytes", int(qq.max()))
+        for name, k in self.groups.items():
+            self._add(f"util_{name}_mean", float(usum[k] / self.count[k]))
+            self._add(f"util_{name}_max", float(umax[k]))
+            self._add(f"queue_{name}_mean_bytes", float(qsum[k] / self.count[k]))
+            self._add(f"queue_{name}_max_bytes", int(qmax[k]))
         d = E.ctr - self.prev_ctr
         self._add("goodput_gbps", float(d[ST.C_GOODPUT_BYTES] * 8 / (dt / 1e12) / 1e9))
         self._add("drops", int(d[ST.C_DROP_PKTS]))
@@ -146,14 +152,13 @@ class Sampler:
                 aff = (E.flow["fail_aff"] & (1 << k)) != 0
                 self._add(f"failure{k}_affected_running", int(np.count_nonzero(aff & (E.flow["status"] == ST.FLOW_RUNNING))))
                 self.prev_fstat[k] = cur
-        for p in self.ports:
-            self._add(f"port{p}_util", float(util[p]))
-            self._add(f"port{p}_queue_bytes", int(q[p]))
+        for p, u, q in mine:
+            self._add(f"port{p}_util", u)
+            self._add(f"port{p}_queue_bytes", q)
         if self.flow_series:
             for name, vals in self.tmod.flow_series(self.sim.T, E, self.flow_series, t).items():
                 for f, v in zip(self.flow_series, vals):
                     self._add(f"flow{f}_{name}", v)
-        self.prev_tx = tx.copy()
         self.prev_ctr = E.ctr.copy()
         self.t_prev = t
 
@@ -174,9 +179,8 @@ class PlaneSampler:
             gid[(fp["tier"] == tier) & (fp["dir"] == d)] = k
         ok = gid >= 0
         self.cell = np.where(ok, gid * n_planes + fp["plane"].astype(np.int64), -1)
-        self.ok = ok
         n = len(names) * n_planes
-        self.n = n
+        self.stats = [np.zeros(n) for _ in range(4)]  # usum, umax, qsum, qmax
         self.count = np.bincount(self.cell[ok], minlength=n)
         self.keep = np.flatnonzero(self.count)
         self.group = np.array(names, dtype=object)[self.keep // n_planes]
@@ -192,16 +196,11 @@ class PlaneSampler:
         if dt <= 0:
             return
         P = E.port
-        tx = P["tx_bytes"]
-        util = (tx - self.prev_tx) * 8.0 / (self.rate * (dt / 1e12))
-        q = (P["bytes0"] + P["bytes1"]).astype(np.float64)
-        c, ok = self.cell[self.ok], self.ok
-        um = np.bincount(c, util[ok], self.n)[self.keep] / self.count[self.keep]
-        qm = np.bincount(c, q[ok], self.n)[self.keep] / self.count[self.keep]
-        ux = np.full(self.n, 0.0)
-        qx = np.full(self.n, 0.0)
-        np.maximum.at(ux, c, util[ok])
-        np.maximum.at(qx, c, q[ok])
+        usum, ux, qsum, qx = self.stats
+        sampling.cell_stats(P["tx_bytes"], self.prev_tx, self.rate, P["bytes0"], P["bytes1"], self.cell, dt / 1e12,
+                            usum, ux, qsum, qx)
+        um = usum[self.keep] / self.count[self.keep]
+        qm = qsum[self.keep] / self.count[self.keep]
         k = len(self.keep)
         self.cols["t_us"] += [t / US] * k
         self.cols["group"] += list(self.group)
@@ -210,7 +209,6 @@ class PlaneSampler:
         self.cols["util_max"] += ux[self.keep].tolist()
         self.cols["queue_mean_bytes"] += qm.tolist()
         self.cols["queue_max_bytes"] += qx[self.keep].tolist()
-        self.prev_tx = tx.copy()
         self.t_prev = t
 
     def columns(self) -> dict:
@@ -290,7 +288,7 @@ class Simulation:
         allocated = np.ones(len(E.pkt), bool)
         allocated[E.free[: E.S[ST.S_FREE_N]]] = False
         P = E.port
-        return RunData(
+        data = RunData(
             scenario=sc, flows=fl.copy(), collectives=self.flowset.collectives,
             counters={k: int(E.ctr[v]) for k, v in ST.COUNTER_NAMES.items()},
             samples=sampler.columns(),
@@ -307,7 +305,13 @@ class Simulation:
             capture={"rows": E.cap[: E.S[ST.S_CAP_N]].copy(), "hdr": E.cap_hdr[: E.S[ST.S_CAP_N]].copy(),
                      "missed": int(E.S[ST.S_CAP_MISSED])} if sc.capture.on else {},
             localization=loc, plane_samples=planes.columns(),
+            jobs=self.flowset.jobs, trig_fired=E.trig["t_fired"].copy(),
         )
+        if data.jobs and sc.failures:
+            from mrc.emulator import training_metrics
+
+            data.baseline = training_metrics.baseline(sc, progress)
+        return data
 
 
 def _failure_records(sc: Scenario, P) -> list:

@@ -120,6 +120,7 @@ PORTS = np.dtype([
     ("in_bytes", np.int64),  # PFC: bytes in this node's buffers that entered through this port
     ("gray", np.float64),  # drop probability on this wire (gray failure)
     ("tx_bytes", np.int64),
+    ("qscale", np.float64),  # data queue limit and ECN thresholds x this (a degraded link, htsim's -failed)
     # statistics
     ("tx_pkts", np.int64),
     ("drops", np.int64),
@@ -169,6 +170,7 @@ FLOW = np.dtype([
     ("t_recv_done", np.int64),  # receiver had every byte
     ("ideal", np.int64),  # the fabric's best FCT, the same for every transport, ps (`ideal`)
     ("alone", np.int64),  # FCT alone on the idle fabric over the transport's own path(s), ps
+    ("delay", np.int64),  # a triggered flow starts this long after its trigger fires (compute time), ps
     ("retx", np.int64),  # retransmitted packets
     ("cm_id", np.int64),  # id in the .cm file (0 when none)
     ("src", np.int32),
@@ -190,7 +192,7 @@ TRIG_BARRIER = 3
 
 TRIG = np.dtype([
     ("t_fired", np.int64),
-    ("first", np.int32),  # its targets are trig_tgt[first:first+n]
+    ("first", np.int32),  # its targets are trig_tgt[first:first+n]: flow f as f >= 0, trigger u as -(u + 1)
     ("n", np.int32),
     ("remaining", np.int32),  # barrier: activations still needed
     ("next", np.int32),  # multishot: next target
@@ -211,6 +213,7 @@ A_RATE = 8  # value: fraction of the nominal rate
 A_WATCH = 9  # the fault: count packets directed to the port (reroute metrics)
 A_MARK = 10  # record the failure's time only
 A_PREWATCH = 11  # shortly before the fault: flows whose data reaches the port are "affected"
+A_QSCALE = 12  # value: the port's data queue limit and ECN thresholds as a fraction of the switch's
 
 # port watch phases (PORTS.watch)
 WATCH_NONE = 0

@@ -12,6 +12,10 @@ Columns appear when the runs have them:
   slowdown;
 - failures: the first failure's reroute times (`metrics.reroute`); every
   failure's are in `reroute_rows`;
+- training / trace jobs (the first one; `metrics.summary` ``training``): the
+  mean iteration time and its ideal, the slowest group's collective time,
+  the communication share of the GPU time, and against the failure-free run
+  the GPU-seconds wasted and the job's slowdown;
 - several jobs: one row per job in `job_rows`.
 """
 from __future__ import annotations
@@ -30,6 +34,8 @@ REROUTE = [("first_steered_away_us", "steered away us", 2), ("off_99_us", "99% o
 JOB = [("job", "job", 0), ("kind", "kind", None), ("flows_done", "flows done", 0), ("flows_total", "of", 0),
        ("fct_p50_us", "FCT p50 us", 1), ("fct_p99_us", "p99", 1), ("fct_max_us", "max", 1),
        ("slowdown_p50", "slowdown p50", 2), ("slowdown_p99", "p99", 2), ("cct_max_us", "CCT max us", 1)]
+TRAIN = [("iter_us", "iteration us", 1), ("iter_ideal_us", "ideal us", 1), ("slowest_group_us", "slowest group us", 1),
+         ("comm_share", "comm share", 3), ("gpu_s_wasted", "GPU-s wasted", 4), ("job_slowdown", "job slowdown", 3)]
 RR = [("failure", "failure", 0), ("kind", "kind", None), ("target", "target", None),
       ("affected_flows", "affected flows", 0), *REROUTE]
 
@@ -52,7 +58,19 @@ def row(label: str, s: dict) -> dict:
             "victim_fct_us": _worst([v["fct_us"] for v in vic], max) if vic else None,
             "victim_gbps": _worst([v["gbps"] for v in vic], min) if vic else None,
             "victim_slowdown": _worst([v["slowdown"] for v in vic], max) if vic else None,
-            **{k: rr.get(k) for k, _, _ in REROUTE}}
+            **{k: rr.get(k) for k, _, _ in REROUTE}, **_training(s)}
+
+
+def _training(s: dict) -> dict:
+    tr = (s.get("training") or [None])[0]
+    if tr is None:
+        return {k: None for k, _, _ in TRAIN}
+    it = [x["time_us"] for x in tr["iterations"]]
+    w = tr.get("waste") or {}
+    return {"iter_us": None if any(x is None for x in it) else sum(it) / len(it),
+            "iter_ideal_us": sum(x["ideal_us"] for x in tr["iterations"]) / len(it),
+            "slowest_group_us": (tr["slowest_group"] or {}).get("time_us"), "comm_share": tr["comm_share"],
+            "gpu_s_wasted": w.get("gpu_seconds_wasted"), "job_slowdown": w.get("job_slowdown")}
 
 
 def columns(summaries: dict) -> list:
@@ -65,6 +83,8 @@ def columns(summaries: dict) -> list:
         cols += VICTIM
     if any(s.get("reroute") for s in ss):
         cols += REROUTE
+    if any(s.get("training") for s in ss):
+        cols += TRAIN if any((s.get("training") or [{}])[0].get("waste") for s in ss) else TRAIN[:4]
     return cols
 
 

@@ -45,7 +45,7 @@ from mrc.errors import ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
 
-__all__ = ["Device", "QueuePair", "QpCap", "REQUIRED_ATTRS", "ALLOWED_ATTRS", "MRC_PROTOCOL_VERSION_1",
+__all__ = ["Device", "QueuePair", "connect", "QpCap", "REQUIRED_ATTRS", "ALLOWED_ATTRS", "MRC_PROTOCOL_VERSION_1",
            "MRC_DEVICE_CAP_TRIM_NACK", "MRC_DEVICE_CAP_DYNAMIC_MPR", "WC_STATUS", "Access", "AsyncEvent",
            "CompletionQueue", "DeviceAttr", "MemoryRegion", "OutPacket", "SendOpcode", "WcOpcode", "WorkCompletion"]
 
@@ -62,13 +62,16 @@ ALLOWED_ATTRS = {
             "ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen", "trim_nack_dest"},
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
             "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps",
-            "ev_policy", "reps_buffer", "reps_explore", "reps_freeze_ps"},
+            "ev_policy", "reps_buffer", "reps_reuse", "reps_per_psn", "reps_explore", "reps_freeze_ps", "rack",
+            "rto_retire", "ev_first_probe_ps"},
     "RESET": set(), "ERROR": set(),
 }
 
 
 @dataclass
 class QpCap:
+    """``ibv_qp_cap``: how many send and receive work requests a QP may have outstanding."""
+
     max_send_wr: int = 64
     max_recv_wr: int = 64
 
@@ -125,7 +128,9 @@ class _Peer:
 
 
 class QueuePair:
-    """An MRC queue pair. Create with `Device.create_qp`."""
+    """An MRC queue pair (``ibv_qp``). Create with `Device.create_qp`; connect with `connect` (or
+    `QueuePair.modify` step by step); post RDMA Writes with `post_write`; completions arrive on
+    `send_cq` (writes) and `recv_cq` (Write-with-Immediate receives)."""
 
     def __init__(self, device: "Device", index: int, send_cq: CompletionQueue, recv_cq: CompletionQueue, cap: QpCap):
         self.device = device
@@ -139,6 +144,14 @@ class QueuePair:
         self.cc_profile_id: int | None = None
         self.attrs: dict = {}
 
+    def __repr__(self) -> str:
+        if self.device._qps[self._index] is not self:
+            return f"<QueuePair {self._qpn:#x} on {self.device.name!r}: destroyed>"
+        q = self.device.T.qp[self.index]
+        peer = "" if self.state in ("RESET", "INIT") else f" -> QP {self.peer.dest_qpn:#x} at {self.peer.address!r}"
+        return (f"<QueuePair {self.qp_num:#x} on {self.device.name!r} {self.state}{peer}: "
+                f"{int(q['wr_tail']) - int(q['wr_head'])} write(s) outstanding, {int(q['n_ev'])} EVs>")
+
     # -- identity and state ------------------------------------------------------
     @property
     def index(self) -> int:
@@ -149,17 +162,50 @@ class QueuePair:
 
     @property
     def qp_num(self) -> int:
+        """The QP number (24 bits) a peer puts in BTH ``dqpn``."""
         return int(self.device.T.qp[self.index]["qpn"])
 
     @property
     def state(self) -> str:
+        """"RESET", "INIT", "RTR", "RTS" or "ERROR"."""
         return D.QP_STATE_NAMES[int(self.device.T.qp[self.index]["state"])]
+
+    def connect(self, dest_qp_num: int, remote_address: object, *, ev_profile_id: int = 1, cc_profile_id: int = 1,
+                rq_psn: int = 0, sq_psn: int = 0, now: int = 0, **attrs) -> None:
+        """RESET -> INIT -> RTR -> RTS in one call, towards QP `dest_qp_num` at `remote_address`.
+
+        The attributes mrc.h requires and you do not give take the core's documented defaults
+        (`mrc.core.setup.QP_DEFAULTS`: MPR 8 capped at the device's ``max_mpr``, max WIMM 128,
+        retries 7 + 7, timeout 8 = 262 us); any other INIT / RTR / RTS attribute may be given by
+        name (`ALLOWED_ATTRS`). If a step is refused the QP goes back to RESET and the
+        `UsageError` names the attribute.
+        """
+        if self.state != "RESET":
+            raise UsageError(f"connect: QP {self.qp_num} is in {self.state}; connect starts from RESET")
+        unknown = set(attrs) - ALLOWED_ATTRS["INIT"] - ALLOWED_ATTRS["RTR"] - ALLOWED_ATTRS["RTS"]
+        if unknown:
+            raise UsageError(f"connect: attribute(s) {sorted(unknown)} are not QP attributes "
+                             f"(RTR: {sorted(ALLOWED_ATTRS['RTR'])}; RTS: {sorted(ALLOWED_ATTRS['RTS'])})")
+        mpr = min(setup.QP_DEFAULTS["mpr"], self.device.max_mpr)
+        wimm = setup.QP_DEFAULTS["max_wimm"]
+        init = {k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["INIT"]}
+        rtr = {"mpr_dest": mpr, "max_wimm_dest": wimm, **{k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["RTR"]}}
+        rts = {"mpr": mpr, "max_wimm": wimm, **{k: setup.QP_DEFAULTS[k] for k in ("retry_linear", "retry_exp", "timeout")},
+               **{k: v for k, v in attrs.items() if k in ALLOWED_ATTRS["RTS"]}}
+        try:
+            self.modify("INIT", ev_profile_id=ev_profile_id, cc_profile_id=cc_profile_id, **init)
+            self.modify("RTR", dest_qp_num=dest_qp_num, remote_address=remote_address, rq_psn=rq_psn, now=now, **rtr)
+            self.modify("RTS", sq_psn=sq_psn, now=now, **rts)
+        except UsageError as e:
+            self.modify("RESET")
+            raise UsageError(f"connect: {e}") from None
 
     def modify(self, state: str, **attrs) -> None:
         """Move the QP to `state` ("INIT", "RTR", "RTS", "RESET", "ERROR") with its attributes."""
         self.device._modify_qp(self, state, attrs)
 
     def query(self) -> dict:
+        """``ibv_query_qp``: state, QP numbers, profile ids, every core attribute, and cwnd (bytes)."""
         q = self.device.T.qp[self.index]
         out = {"state": self.state, "qp_num": self.qp_num, "dest_qp_num": int(q["dest_qpn"]),
                "ev_profile_id": self.ev_profile_id, "cc_profile_id": self.cc_profile_id}
@@ -243,7 +289,13 @@ class QueuePair:
 
 
 class Device:
-    """One MRC NIC with `ports` NIC ports (one per plane)."""
+    """One MRC NIC with `ports` NIC ports (one per plane).
+
+    `address` is how peers reach this device: whatever your network uses (a `mrc.io.Peer`, a
+    string for `mrc.simnet.SimNet`); by default the device's `name`. `port_rate_bps` is one port's
+    rate (bits/s; NSCC scales its windows by all ports together), `mtu` the payload bytes per
+    packet, `seed` the seed of every random choice the device makes (QPNs, keys, EVs).
+    """
 
     def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
                  max_mpr: int = 8, max_wr: int = 64, n_mr: int = 64, port_rate_bps: int = 100 * 10**9,
@@ -262,7 +314,7 @@ class Device:
         while window < max_mpr * 128:
             window <<= 1
         self.name = name
-        self.address = address
+        self.address = name if address is None else address
         self.max_mpr = max_mpr
         self.ports = ports
         self.mtu = mtu
@@ -282,12 +334,21 @@ class Device:
 
         self.ctl = Controller(self)
 
+    def __repr__(self) -> str:
+        qps = sum(q is not None for q in self._qps)
+        rate = self.port_rate_bps / 1e9
+        return (f"<Device {self.name!r} at {self.address!r}: {self.ports} port(s) x {rate:g} Gb/s, MTU {self.mtu} B, "
+                f"{qps} QP(s)>")
+
     # -- resources ----------------------------------------------------------------------
     def query_device(self) -> DeviceAttr:
+        """``mrc_query_device``: the device's limits and capabilities."""
         return DeviceAttr(max_mpr=self.max_mpr, max_qp=len(self._qps), max_ev_per_qp=self.T.ev.shape[1],
                           ports=self.ports, mtu=self.mtu)
 
     def reg_mr(self, buf, access: Access = Access.LOCAL_WRITE | Access.REMOTE_WRITE) -> MemoryRegion:
+        """``ibv_reg_mr``: register a writable buffer (bytearray, numpy array, ...) so that writes can
+        read from it (its `MemoryRegion.sge`) and peers can write into it (its ``addr`` and ``rkey``)."""
         try:
             view = memoryview(buf)
         except TypeError:
@@ -323,21 +384,25 @@ class Device:
         return None
 
     def create_cq(self, cqe: int = 1024) -> CompletionQueue:
+        """``ibv_create_cq`` holding up to `cqe` completions (more are kept and reported as an overrun)."""
         if not _is_int(cqe):
             raise UsageError(f"create_cq: cqe must be an integer, got {cqe!r}")
         return CompletionQueue(self, cqe)
 
-    def create_qp(self, send_cq: CompletionQueue, recv_cq: CompletionQueue | None = None, cap: QpCap | None = None,
-                  protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
+    def create_qp(self, send_cq: CompletionQueue | None = None, recv_cq: CompletionQueue | None = None,
+                  cap: QpCap | None = None, protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
+        """``mrc_create_qp``: a QP in RESET. Without `send_cq` a new CQ (1024 entries) is made for it;
+        without `recv_cq` receives complete on `send_cq`."""
         for key, cq in (("send_cq", send_cq), ("recv_cq", recv_cq)):
-            if cq is None and key == "recv_cq":
+            if cq is None:
                 continue
             if not isinstance(cq, CompletionQueue):
-                raise UsageError(f"create_qp: {key} must be a CompletionQueue (Device.create_cq), got {cq!r}")
+                raise UsageError(f"create_qp: {key} must be a CompletionQueue (Device.create_cq) or None, got {cq!r}")
             if cq.device is not self:
                 raise UsageError(f"create_qp: {key} belongs to device {cq.device.name!r}, not {self.name!r}")
         if cap is not None and not isinstance(cap, QpCap):
             raise UsageError(f"create_qp: cap must be a QpCap or None, got {cap!r}")
+        send_cq = send_cq if send_cq is not None else self.create_cq()
         cap = cap or QpCap()
         if protocol_version not in (0, MRC_PROTOCOL_VERSION_1):
             raise UsageError(f"create_qp: protocol_version {protocol_version:#x} is not supported (MRC_PROTOCOL_VERSION_1 only)")
@@ -357,6 +422,7 @@ class Device:
         return qp
 
     def destroy_qp(self, qp: QueuePair) -> None:
+        """``ibv_destroy_qp``: only from RESET or ERROR; releases its profiles."""
         if not isinstance(qp, QueuePair) or qp.device is not self:
             raise UsageError(f"destroy_qp: {qp!r} is not a QP of device {self.name!r}")
         if qp.state not in ("RESET", "ERROR"):
@@ -393,6 +459,7 @@ class Device:
         return self._ids.psn()
 
     def get_async_event(self) -> AsyncEvent | None:
+        """``ibv_get_async_event`` without blocking: the oldest `AsyncEvent`, or None."""
         return self._async.popleft() if self._async else None
 
     # -- QP state machine ---------------------------------------------------------------
@@ -479,6 +546,8 @@ class Device:
         n_ev = int(self.T.qp[qp.index]["n_ev"])
         cc = self.T.cc[self.ctl._cc_row(qp.cc_profile_id)]
         cfg.setdefault("mtu", self.mtu)
+        for key in ("mpr", "mpr_dest"):  # the default MPR, capped at what this device's PSN tables hold
+            cfg.setdefault(key, min(setup.QP_DEFAULTS[key], self.max_mpr))
         cfg.setdefault("ev_active_target", min(max(self.ports, n_ev // 2), n_ev))
         cfg.setdefault("ev_min_active", min(prof.min_active or 0, n_ev))
         cfg.setdefault("ev_event_mask", prof.event_mask_bits)
@@ -540,6 +609,7 @@ class Device:
         return None if t >= D.NO_DEADLINE else int(t)
 
     def handle_timer(self, now: int) -> None:
+        """Fire every timer due at `now` (ps); call it when `next_deadline` has passed."""
         for qp in list(self._by_qpn.values()):
             if dispatch.next_deadline(self.T, qp.index) <= now:
                 dispatch.on_timer(self.T, qp.index, now)
@@ -575,6 +645,17 @@ class Device:
         if self.T.evt_n[1]:
             self.ctl.counters["events_dropped"] += int(self.T.evt_n[1])
             self.T.evt_n[1] = 0
+
+
+def connect(qp_a: QueuePair, qp_b: QueuePair, **attrs) -> None:
+    """Connect two QPs of this process to each other (`QueuePair.connect` both ways, at each other's
+    device address), with the same attributes on both sides."""
+    qp_a.connect(qp_b.qp_num, qp_b.device.address, **attrs)
+    try:
+        qp_b.connect(qp_a.qp_num, qp_a.device.address, **attrs)
+    except UsageError:
+        qp_a.modify("RESET")
+        raise
 
 
 def _is_int(x) -> bool:

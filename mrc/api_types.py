@@ -21,16 +21,22 @@ MRC_DEVICE_CAP_DYNAMIC_MPR = 1 << 1  # not supported here
 
 
 class Access(enum.IntFlag):
+    """Memory region access flags (``IBV_ACCESS_*``)."""
+
     LOCAL_WRITE = 1
     REMOTE_WRITE = 2
 
 
 class WcOpcode(enum.IntEnum):
+    """What a `WorkCompletion` completed."""
+
     RDMA_WRITE = 1
     RECV_RDMA_WITH_IMM = 2
 
 
 class SendOpcode(enum.Enum):
+    """``ibv_wr_opcode`` names for `QueuePair.post_send`; MRC permits only RDMA_WRITE and RDMA_WRITE_WITH_IMM."""
+
     RDMA_WRITE = "RDMA_WRITE"
     RDMA_WRITE_WITH_IMM = "RDMA_WRITE_WITH_IMM"
     SEND = "SEND"
@@ -43,22 +49,33 @@ class SendOpcode(enum.Enum):
 WC_STATUS = {v: k for k, v in D.WC_STATUS_NAMES.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class WorkCompletion:
+    """One completion (``ibv_wc``): of a posted write (opcode RDMA_WRITE, on the send CQ) or of a
+    receive consumed by an incoming Write-with-Immediate (RECV_RDMA_WITH_IMM, on the receive CQ)."""
+
     wr_id: int
     status: str  # "SUCCESS", "RETRY_EXC_ERR", "WR_FLUSH_ERR", ...
     opcode: WcOpcode
-    byte_len: int
+    byte_len: int  # bytes written
     qp_num: int
     imm_data: int | None = None
 
     @property
     def ok(self) -> bool:
+        """True when the status is SUCCESS."""
         return self.status == "SUCCESS"
+
+    def __repr__(self) -> str:
+        imm = "" if self.imm_data is None else f", imm_data={self.imm_data:#x}"
+        return (f"WorkCompletion(wr_id={self.wr_id}, status={self.status}, opcode={WcOpcode(self.opcode).name}, "
+                f"byte_len={self.byte_len} B, qp_num={self.qp_num:#x}{imm})")
 
 
 @dataclass(frozen=True)
 class AsyncEvent:
+    """An asynchronous event of the device (``ibv_async_event``), from `Device.get_async_event`."""
+
     kind: str  # "QP_FATAL", "QP_ACCESS_ERR", "CQ_OVERRUN", "PORT_ERR", "PORT_ACTIVE"
     qp_num: int | None = None
     port: int | None = None
@@ -91,6 +108,10 @@ class MemoryRegion:
         row = device.T.mr[index]
         self.lkey = int(row["lkey"])
         self.rkey = int(row["rkey"])
+
+    def __repr__(self) -> str:
+        return (f"<MemoryRegion of {self.length} B at {self.addr:#x} on {self.device.name!r}: "
+                f"lkey {self.lkey:#x}, rkey {self.rkey:#x}, {self.access!r}>")
 
     def sge(self, offset: int = 0, length: int | None = None) -> tuple[int, int, int]:
         """(addr, length, lkey) of a slice of this region, like ``struct ibv_sge``."""
@@ -125,6 +146,10 @@ class CompletionQueue:
         self._entries: collections.deque[WorkCompletion] = collections.deque()
         self.overruns = 0
 
+    def __repr__(self) -> str:
+        return (f"<CompletionQueue on {self.device.name!r}: {len(self._entries)} of {self.cqe} entries pending, "
+                f"{self.overruns} overrun(s)>")
+
     def _push(self, wc: WorkCompletion) -> None:
         if len(self._entries) >= self.cqe:
             self.overruns += 1
@@ -132,6 +157,7 @@ class CompletionQueue:
         self._entries.append(wc)
 
     def poll(self, num_entries: int = 16) -> list[WorkCompletion]:
+        """``ibv_poll_cq``: remove and return up to `num_entries` completions, oldest first."""
         out = []
         while self._entries and len(out) < num_entries:
             out.append(self._entries.popleft())
@@ -143,6 +169,8 @@ class CompletionQueue:
 
 @dataclass
 class DeviceAttr:
+    """``mrc_device_attr``: the device's MRC limits and capabilities (`Device.query_device`)."""
+
     mrc_protocol_version: int = MRC_PROTOCOL_VERSION_1
     max_wimm: int = 65535
     max_wimm_dest: int = 65535

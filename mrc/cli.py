@@ -13,6 +13,7 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
+import warnings
 
 from mrc._version import __version__
 from mrc.errors import MRCError
@@ -26,6 +27,28 @@ SUBCOMMANDS = [
     ("conformance", "mrc.conformance.cli", "run the MRC conformance suite against an implementation"),
     ("io", "mrc.io.cli", "MRC endpoints over real sockets"),
 ]
+
+
+class _DeprecatedSpelling(argparse.Action):
+    """An old option name that still works: it sets the new option's value and says it is deprecated."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kw):
+        self.new = new
+        super().__init__(option_strings, dest, **kw)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        msg = f"{option_string} is deprecated; use {self.new} (the same value, the unit now in the name)"
+        warnings.warn(msg, DeprecationWarning, stacklevel=2)
+        print(f"mrc: warning: {msg}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def deprecated_spelling(group, old: str, new: str, **kw) -> None:
+    """Keep `old` working as a hidden alias of the option `new` already added to `group` (docs/library.md,
+    "Units": options name their unit)."""
+    dest = new.lstrip("-").replace("-", "_")
+    group.add_argument(old, dest=dest, action=_DeprecatedSpelling, new=new, help=argparse.SUPPRESS,
+                       default=argparse.SUPPRESS, **kw)
 
 
 def subcommands(parser: argparse.ArgumentParser):

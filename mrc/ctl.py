@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import collections
 import copy
+import warnings
 
 import numpy as np
 
@@ -71,7 +72,7 @@ from mrc.errors import ConfigError, UsageError
 from mrc.ev_fields import EvField
 from mrc.wire.constants import EvMode
 
-__all__ = ["Controller", "AUTO_EV_COUNT", "CC_ALGORITHMS", "EV_MAX_BYTES", "CcProfile", "EpBatch", "EpRequest",
+__all__ = ["Controller", "AUTO_EV_COUNT", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX_BYTES", "CcProfile", "EpBatch", "EpRequest",
            "EpResponse", "EvEvent", "EvEventQueue", "EvField", "EvFormatProfile", "EvOpEntry", "EvProfile",
            "EvProfileMode", "EvState", "ProfileState"]
 
@@ -94,6 +95,7 @@ class Controller(EvOpsMixin, EndpointMixin):
 
     # -- device -------------------------------------------------------------------
     def query_device(self) -> dict:
+        """``mrc_ctl_query_device``: profile limits, supported CC algorithms, the up ports, optional features."""
         used = sum(p.count for p in self._evps.values() if p.state != ProfileState.INIT)
         return {
             "ev_max_profiles": 1024, "ev_max_count": 1 << 20, "ev_free_count": (1 << 20) - used,
@@ -107,6 +109,7 @@ class Controller(EvOpsMixin, EndpointMixin):
     # -- EV format profiles -----------------------------------------------------------
     def modify_ev_format_profile(self, profile_id: int, *, state: str | None = None, mode: str | EvMode | None = None,
                                  fields: list[int] | None = None) -> None:
+        """``mrc_ctl_modify_ev_format_profile``: MODE (STEV / SRv6 / UDP) and field widths, and the state."""
         what = f"EV format profile {profile_id}"
         p = self._fmts.setdefault(profile_id, EvFormatProfile())
         target = parse_enum(ProfileState, state, "ev_format.state") if state is not None else p.state
@@ -138,6 +141,7 @@ class Controller(EvOpsMixin, EndpointMixin):
         self._fmts[profile_id] = new
 
     def query_ev_format_profile(self, profile_id: int) -> dict:
+        """State, mode and field widths of an EV format profile."""
         p = self._get(self._fmts, profile_id, "EV format profile")
         return {"state": p.state.name, "mode": p.mode.name if p.mode is not None else None, "fields": list(p.widths)}
 
@@ -292,6 +296,7 @@ class Controller(EvOpsMixin, EndpointMixin):
         p.ports = [int(x) for x in ports]
 
     def query_ev_profile(self, profile_id: int) -> dict:
+        """State, mode, format, count, min_active, event mask, fields and bound QPs of an EV profile."""
         p = self._get(self._evps, profile_id, "EV profile")
         return {"state": p.state.name, "mode": p.mode.name if p.mode else None, "fmt_id": p.fmt_id, "count": p.count,
                 "min_active": p.min_active, "event_mask": p.event_mask, "fields": list(p.fields), "qps": len(p.qps)}
@@ -299,7 +304,11 @@ class Controller(EvOpsMixin, EndpointMixin):
     # -- CC profiles ----------------------------------------------------------------------
     def modify_cc_profile(self, profile_id: int, *, state: str | None = None, algorithm: str | None = ...,
                           config: dict | None = None) -> None:
-        """CC profile: algorithm "uet-1.0-nscc" (NSCC) or None/"none" (fixed window, max_cwnd bytes)."""
+        """CC profile: algorithm "uet-1.0-nscc" (NSCC) or None/"none" (fixed window, max_cwnd bytes).
+
+        `config` holds ``mrc_ctl_cc_nscc_cfg`` fields, times in ns named ``*_ns`` (``base_rtt_ns``,
+        ``target_delay_ns``, ``adjust_period_threshold_ns``, ``qa_threshold_ns``,
+        ``fast_increase_delay_ns``); other fields as the core's CC row (`mrc.core.dtypes.CC`)."""
         what = f"CC profile {profile_id}"
         p = self._ccs.setdefault(profile_id, CcProfile())
         target = parse_enum(ProfileState, state, "cc_profile.state") if state is not None else p.state
@@ -336,14 +345,26 @@ class Controller(EvOpsMixin, EndpointMixin):
             setup.write_cc(self.device.T, p.row, p.config)
 
     def _cc_config(self, profile_id: int, algorithm: str, cfg: dict) -> dict:
-        """mrc_ctl_cc_nscc_cfg fields (times in ns, as the C struct) -> a CC row (times in ps)."""
+        """mrc_ctl_cc_nscc_cfg fields (times in ns, as the C struct) -> a CC row (times in ps).
+
+        The time fields are spelled with their unit (``base_rtt_ns``, ``target_delay_ns``, ...);
+        the bare C names (``base_rtt``) still work and warn (docs/library.md, "Units")."""
         dev = self.device
+        for k in CC_NS_KEYS:
+            if k + "_ns" in cfg:
+                if k in cfg:
+                    raise UsageError(f"CC profile {profile_id}: config gives both {k}_ns and {k} (the same field)")
+                cfg[k] = cfg.pop(k + "_ns")
+            elif k in cfg:
+                warnings.warn(f"CC profile config key {k!r} is deprecated; use {k}_ns (the same value, in ns)",
+                              DeprecationWarning, stacklevel=4)
         for k in cfg:
             if k not in D.CC.names or k == "algorithm":
-                raise UsageError(f"CC profile {profile_id}: unknown config field {k!r}")
+                known = sorted(f"{n}_ns" if n in CC_NS_KEYS else n for n in D.CC.names if n != "algorithm")
+                raise UsageError(f"CC profile {profile_id}: unknown config field {k!r} (known: {', '.join(known)})")
         for k in CC_NS_KEYS:
             if k in cfg and (not isinstance(cfg[k], (int, np.integer)) or isinstance(cfg[k], bool) or cfg[k] < 0):
-                raise UsageError(f"CC profile {profile_id}: config {k} = {cfg[k]!r} must be a non-negative integer (ns)")
+                raise UsageError(f"CC profile {profile_id}: config {k}_ns = {cfg[k]!r} must be a non-negative integer")
         base_ns = int(cfg.pop("base_rtt", 8000))
         rate = dev.port_rate_bps * dev.ports
         conv = {k: int(v) * 1000 for k, v in cfg.items() if k in CC_NS_KEYS}
@@ -363,8 +384,30 @@ class Controller(EvOpsMixin, EndpointMixin):
             raise UsageError(f"CC profile {profile_id}: config {e.key} = {e.value!r}: {e.problem}") from None
 
     def query_cc_profile(self, profile_id: int) -> dict:
+        """State, algorithm, bound QPs, and ``config``: the core's CC row (its field names, times in ps)."""
         p = self._get(self._ccs, profile_id, "CC profile")
         return {"state": p.state.name, "algorithm": p.algorithm, "config": dict(p.config), "qps": len(p.qps)}
+
+    # -- one-call setup ---------------------------------------------------------------------
+    def setup_ev_profile(self, profile_id: int = 1, *, count: int = 16, min_active: int | None = None,
+                         event_mask: int = EvState.GOOD | EvState.ASSUMED_BAD, seed: int | None = None) -> list[int]:
+        """An AUTO EV profile (the device picks `count` EVs, round robin over its ports) taken
+        INIT -> OFFLINE -> ONLINE in one call; returns its EVs. `min_active` defaults to count / 4
+        (the OCP example), `event_mask` to both event states. Explicit (EXP) and generated (GEN)
+        profiles need a format and fields: use `modify_ev_format_profile` / `modify_ev_profile`."""
+        self.modify_ev_profile(profile_id, mode="AUTO", count=count, seed=seed,
+                               min_active=max(1, count // 4) if min_active is None else min_active,
+                               event_mask=int(event_mask), state="OFFLINE")
+        self.modify_ev_profile(profile_id, state="ONLINE")
+        return [e["ev"] for e in self.query_ev_array(profile_id)]
+
+    def setup_cc_profile(self, profile_id: int = 1, *, algorithm: str = "uet-1.0-nscc", **config) -> None:
+        """A CC profile taken INIT -> OFFLINE -> ONLINE in one call. `config` holds
+        ``mrc_ctl_cc_nscc_cfg`` fields (times in ns, named ``*_ns``; unset fields take the defaults of
+        `mrc.core.setup`: base RTT 8 us, the rest scaled from it and the device's rate). Algorithm
+        "none" is a fixed window and needs ``max_cwnd`` (bytes)."""
+        self.modify_cc_profile(profile_id, algorithm=algorithm, state="OFFLINE")
+        self.modify_cc_profile(profile_id, config=config or {"base_rtt_ns": 8000}, state="ONLINE")
 
     # -- binding profiles to QPs -----------------------------------------------------------
     def _ev_profile(self, profile_id: int) -> EvProfile:

@@ -26,6 +26,7 @@ EP_TS_UNIT_PS = QP_DEFAULTS["ts_unit_ps"]
 
 class EndpointMixin:
     def query_port(self, port: int) -> dict:
+        """A local port's (1-based) administrative state and whether it is up."""
         self._check_port(port)
         return {"admin_state": "DISABLED" if self.admin_down >> (port - 1) & 1 else "ENABLED",
                 "up": bool(self.local_ports >> (port - 1) & 1)}

@@ -122,6 +122,7 @@ class EvOpsMixin:
         return EvState.GOOD
 
     def query_ev_array(self, profile_id: int) -> list[dict]:
+        """QUERY_EV_ARRAY: every entry's EV (the value the core carries), raw EV, wire expansion, port, state."""
         p = self._get(self._evps, profile_id, "EV profile")
         return [{"ev": v, "raw": r, "expanded": x, "port": pt,
                  "state": self.query_ev_state(profile_id, v).name if v is not None else "UNPOPULATED"}
@@ -162,6 +163,7 @@ class EvOpsMixin:
         return out
 
     def create_ev_event_cq(self, cqe: int = 1024) -> EvEventQueue:
+        """An EV Event CQ of `cqe` entries receiving every EV event of this controller's QPs."""
         q = EvEventQueue(cqe)
         self._ev_cqs.append(q)
         return q

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import enum
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -16,19 +17,28 @@ from mrc.ev_fields import EvField
 from mrc.wire.constants import EndpointOp, EvMode
 
 class ProfileState(enum.IntEnum):
+    """A profile's state: INIT -> OFFLINE -> ONLINE (and back)."""
+
     INIT = 0
     OFFLINE = 1
     ONLINE = 2
 
 
 class EvProfileMode(enum.IntEnum):
+    """How an EV profile gets its EVs: AUTO (the device picks), EXP (the controller lists them), GEN (generated
+    from fields)."""
+
     AUTO = 1 << 0
     EXP = 1 << 1
     GEN = 1 << 2
 
 
 class EvState(enum.IntFlag):
-    """mrc_ctl_ev_state values."""
+    """mrc_ctl_ev_state values: GOOD (in use), ASSUMED_BAD (losses took it out of use; EV probes
+    bring it back), DENIED (the controller forbids it), UNKNOWN."""
+
+    def __repr__(self) -> str:
+        return f"EvState.{self.name}"
 
     GOOD = 1 << 0
     ASSUMED_BAD = 1 << 1
@@ -47,6 +57,8 @@ CC_NS_KEYS = ("base_rtt", "adjust_period_threshold", "qa_threshold", "target_del
 
 @dataclass
 class EvFormatProfile:
+    """An EV format profile's configuration (the controller keeps it; query with `query_ev_format_profile`)."""
+
     state: ProfileState = ProfileState.INIT
     mode: EvMode | None = None
     widths: list[int] = field(default_factory=list)
@@ -54,6 +66,9 @@ class EvFormatProfile:
 
 @dataclass
 class EvProfile:
+    """An EV profile's configuration and EV array (the controller keeps it; query with `query_ev_profile` and
+    `query_ev_array`)."""
+
     state: ProfileState = ProfileState.INIT
     mode: EvProfileMode | None = None
     fmt_id: int | None = None
@@ -78,6 +93,8 @@ class EvProfile:
 
 @dataclass
 class CcProfile:
+    """A CC profile's algorithm and core row (the controller keeps it; query with `query_cc_profile`)."""
+
     state: ProfileState = ProfileState.INIT
     algorithm: str | None = None
     config: dict = field(default_factory=dict)
@@ -85,13 +102,20 @@ class CcProfile:
     qps: set = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class EvEvent:
+    """An EV changed state on a QP (``mrc_ctl_ev_event``): the EV, its NIC port (1-based), the
+    new state (ASSUMED_BAD or GOOD) and how many earlier events the full queue dropped."""
+
     profile_id: int
     ev: int
     port: int
     drop_count: int
     state: EvState
+
+    def __repr__(self) -> str:
+        return (f"EvEvent(ev={self.ev:#x}, state={EvState(self.state).name}, port={self.port}, "
+                f"profile_id={self.profile_id}, drop_count={self.drop_count})")
 
 
 class EvEventQueue:
@@ -112,6 +136,7 @@ class EvEventQueue:
         self._dropped = 0
 
     def poll(self, num_entries: int = 16) -> list[EvEvent]:
+        """Remove and return up to `num_entries` events, oldest first."""
         out = []
         while self._q and len(out) < num_entries:
             out.append(self._q.popleft())
@@ -146,14 +171,26 @@ class EpRequest:
 
 @dataclass(frozen=True)
 class EpResponse:
+    """The answer to one endpoint request: its id, the local port it came back on (1-based), the
+    round-trip time in ns (``mrc_ctl_ep_rsp``), and whether the peer adjusted for its service time."""
+
     req_id: int
     port: int
-    rtt: int  # ns
+    rtt_ns: int
     adj_svc_time: bool = False
+
+    @property
+    def rtt(self) -> int:
+        """Deprecated spelling of `rtt_ns` (the unit is in the name now)."""
+        warnings.warn("EpResponse.rtt is deprecated; use rtt_ns (the same value, in ns)", DeprecationWarning, stacklevel=2)
+        return self.rtt_ns
 
 
 @dataclass
 class EpBatch:
+    """A batch of endpoint requests in flight (`Controller.ep_batch_send`): responses arrive in `responses`;
+    `timed_out` turns true when the deadline (ps) passes first."""
+
     op: EndpointOp
     requests: list[EpRequest]
     deadline: int
@@ -163,6 +200,7 @@ class EpBatch:
 
     @property
     def done(self) -> bool:
+        """Every request has its response."""
         return len(self.responses) == len(self.requests)
 
 

@@ -64,6 +64,7 @@ class EvField:
 
     @property
     def mask_bits(self) -> int:
+        """How many bits the field pulls from the raw EV (the bits set in `mask`)."""
         return bin(self.mask).count("1") if self.mask > 0 else 0
 
     @property

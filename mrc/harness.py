@@ -83,7 +83,50 @@ class Network:
 
 
 class InvariantError(AssertionError):
-    pass
+    """A requester invariant of docs/protocol.md broke (raised by a `Pair` made with ``check=True``)."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completion of a `Pair`'s QP, in stated units (the core's raw event row is in `Pair.events`)."""
+
+    qp: int  # 0 or 1
+    wr_id: int
+    status: str  # "SUCCESS", "RETRY_EXC_ERR", ...
+    byte_len: int  # bytes
+    time_us: float  # simulated time of the completion
+    imm_data: int | None = None  # Write-with-Immediate receives only
+
+
+@dataclass(frozen=True)
+class PairResult:
+    """What QP `qp` of a `Pair` did so far, in stated units: times in us, rates in Gb/s, sizes in bytes.
+
+    `counters` holds the QP's raw counters (the core's names, as `QueuePair.statistics`)."""
+
+    qp: int
+    time_us: float  # the pair's clock
+    completed: int  # send completions of this QP (any status)
+    failed: int  # of which not SUCCESS
+    bytes_written: int  # bytes of the successful writes
+    goodput_gbps: float  # bytes_written over the time of the last successful write completion (the pair starts at 0)
+    data_packets: int  # first transmissions
+    retransmissions: int
+    spurious_retransmissions: int
+    timeouts: int  # retransmission timeouts
+    losses: int  # packets declared lost
+    sacks_received: int
+    nacks_received: int
+    trims_received: int
+    cwnd_bytes: float
+    completions: tuple = ()  # `Completion` records, in order
+    counters: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"QP {self.qp}: {self.completed} write(s) completed ({self.failed} failed), {self.bytes_written} B in "
+                f"{self.time_us:.2f} us = {self.goodput_gbps:.2f} Gb/s; {self.data_packets} data packets, "
+                f"{self.retransmissions} retransmitted ({self.spurious_retransmissions} spurious, {self.timeouts} "
+                f"timeouts), {self.losses} losses, {self.sacks_received} SACKs, {self.nacks_received} NACKs")
 
 
 def make_evs(n_planes: int, per_plane: int, side: int) -> np.ndarray:
@@ -95,8 +138,21 @@ def make_evs(n_planes: int, per_plane: int, side: int) -> np.ndarray:
     return np.array(vals, dtype=np.uint32)
 
 
+PAIR_COUNTERS = ("tx_pkts", "tx_bytes", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "sacks_rx", "nacks_rx", "trims_rx",
+                 "ecn_sacks_rx", "losses", "probes_tx", "rx_pkts", "rx_bytes", "rx_dup", "rx_trimmed", "inflight", "cwnd")
+
+
 class Pair:
-    """Two connected QPs (0 sends to 1 and 1 to 0) over a faulty in-memory network."""
+    """Two connected QPs (0 sends to 1 and 1 to 0) over a faulty in-memory network.
+
+        pair = Pair(network=Network(default=PathFault(loss=0.05)), seed=1)
+        assert pair.transfer(1 << 20)      # one 1 MiB write from QP 0, run until it completes
+        print(pair.result())               # a `PairResult`: us, Gb/s, bytes
+    """
+
+    def __repr__(self) -> str:
+        return (f"<Pair at {self.now / US:.3f} us: {int(self.T.qp[0]['n_ev'])} EVs per QP, "
+                f"{len(self.queue)} packet(s) in flight, {self.delivered} delivered>")
 
     def __init__(
         self,
@@ -296,7 +352,32 @@ class Pair:
         return done(self)
 
     def completions(self, kind=D.E_SEND_DONE):
+        """The raw event rows (`mrc.core.dtypes.EVT`, times in ps) of one kind; `result` has them in units."""
         return [e for e in self.events if e["kind"] == kind]
+
+    def result(self, i: int = 0) -> PairResult:
+        """QP `i`'s completions and counters so far as a `PairResult` (us, Gb/s, bytes)."""
+        q = self.T.qp[i]
+        comps, sends = [], []
+        for e in self.events:
+            kind = int(e["kind"])
+            if int(e["qp"]) != i or kind not in (D.E_SEND_DONE, D.E_RECV_IMM):
+                continue
+            c = Completion(i, int(e["wr_id"]), D.WC_STATUS_NAMES.get(int(e["status"]), str(int(e["status"]))),
+                           int(e["byte_len"]), int(e["time"]) / US, int(e["imm"]) if kind == D.E_RECV_IMM else None)
+            comps.append(c)
+            if kind == D.E_SEND_DONE:
+                sends.append(c)
+        ok = sum(c.byte_len for c in sends if c.status == "SUCCESS")
+        last_us = max((c.time_us for c in sends if c.status == "SUCCESS"), default=0.0)
+        counters = {n: (float(q[n]) if n == "cwnd" else int(q[n])) for n in PAIR_COUNTERS}
+        return PairResult(
+            qp=i, time_us=self.now / US, completed=len(sends), failed=sum(c.status != "SUCCESS" for c in sends),
+            bytes_written=ok, goodput_gbps=ok * 8 / (last_us * 1e3) if last_us else 0.0,
+            data_packets=int(q["tx_pkts"]) - int(q["rtx_pkts"]), retransmissions=int(q["rtx_pkts"]),
+            spurious_retransmissions=int(q["rtx_spurious"]), timeouts=int(q["rtx_timeouts"]), losses=int(q["losses"]),
+            sacks_received=int(q["sacks_rx"]), nacks_received=int(q["nacks_rx"]), trims_received=int(q["trims_rx"]),
+            cwnd_bytes=float(q["cwnd"]), completions=tuple(comps), counters=counters)
 
     def transfer(self, nbytes: int, i: int = 0, wr_id: int = 1, **kw) -> bool:
         """Post one write of `nbytes` from QP `i` and run until it completes (or fails)."""

@@ -14,6 +14,8 @@ measure packets per second of the core itself.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 from numpy import int64 as i64
 
@@ -201,13 +203,41 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
 
 
 
+@dataclass(frozen=True)
+class RunResult:
+    """A `run` in stated units: times in us, rates in Gb/s, sizes in bytes; `counters` holds the raw
+    counts (``end_ps`` and the `stats` names)."""
+
+    time_us: float  # when the last event was processed
+    messages_done: int  # writes completed with SUCCESS, all pairs
+    messages_failed: int
+    bytes_written: int  # messages_done x msg_bytes
+    goodput_gbps: float  # bytes_written over time_us, all pairs together
+    data_packets: int  # first transmissions
+    retransmissions: int
+    control_packets: int  # ACKs, SACKs, NACKs
+    probes: int
+    dropped: int  # lost by the network (`loss`)
+    trimmed: int
+    ce_marked: int
+    delivered: int
+    timers: int  # timer events handled
+    counters: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"{self.messages_done} message(s) done ({self.messages_failed} failed), {self.bytes_written} B in "
+                f"{self.time_us:.2f} us = {self.goodput_gbps:.2f} Gb/s; {self.data_packets} data packets, "
+                f"{self.retransmissions} retransmitted; network: {self.dropped} dropped, {self.trimmed} trimmed, "
+                f"{self.ce_marked} CE-marked")
+
+
 def run(T, *, msgs: int, msg_bytes: int, depth: int = 4, loss: float = 0.0, trim: float = 0.0, ecn: float = 0.0,
         delay_ps: int = 2 * US, rate_bps: int = 400 * 10**9, seed: int = 1, pool_size: int | None = None,
         max_time_ps: int = 1 << 62) -> dict:
     """Every requester (even QP) writes `msgs` messages of `msg_bytes` to its peer, `depth` at a time.
 
     `loss` applies to every packet (data and control), `trim` (core trimming) and `ecn` (CE mark)
-    to data packets. Returns the end time (ps) and the counters.
+    to data packets. Returns a `RunResult` (us, Gb/s, bytes; the raw counters in ``.counters``).
     """
     n_qp = T.qp.shape[0]
     pool_size = pool_size or max(4096, 512 * n_qp)
@@ -222,4 +252,9 @@ def run(T, *, msgs: int, msg_bytes: int, depth: int = 4, loss: float = 0.0, trim
                msgs, msg_bytes, depth, u32(loss), u32(trim), u32(ecn), delay_ps, 8 * 10**12 // rate_bps,
                max_time_ps)
     names = ("data", "rtx", "control", "probe", "dropped", "trimmed", "marked", "delivered", "timers", "done", "failed")
-    return {"end_ps": int(end), **{n: int(stats[k]) for k, n in enumerate(names)}}
+    c = {"end_ps": int(end), **{n: int(stats[k]) for k, n in enumerate(names)}}
+    done_bytes = c["done"] * msg_bytes
+    return RunResult(time_us=end / US, messages_done=c["done"], messages_failed=c["failed"], bytes_written=done_bytes,
+                     goodput_gbps=done_bytes * 8 / (end / 1e3) if end else 0.0, data_packets=c["data"],
+                     retransmissions=c["rtx"], control_packets=c["control"], probes=c["probe"], dropped=c["dropped"],
+                     trimmed=c["trimmed"], ce_marked=c["marked"], delivered=c["delivered"], timers=c["timers"], counters=c)

@@ -6,7 +6,10 @@ share of the packets of a long transfer; an EV it retires carries none.
 """
 from __future__ import annotations
 
+from mrc.wire.constants import NackReason
+
 from ..case import MUST, SHOULD, case
+from ..craft import Crafter
 from ..scenario import drop, marked, trimmed
 from .common import (MS, US, evs, first_seen, lose_first, pattern, post, requester_pair, retransmissions,
                      sends_done, share)
@@ -16,10 +19,12 @@ ONE_PLANE = dict(ports=1, evs=evs(1, 4), ev_active=4, mtu=1024)
 FAIR = 0.25  # one EV of four
 
 
-def _share_run(t, action):
+def _share_run(t, action, always_skip_marks: int = 0):
     """32 writes of 4 packets, one after the other, over 4 EVs of one plane (so feedback on a write arrives
-    before the next is sent, whatever the window); `action` applies to every data packet on the first EV."""
-    sc, req, rsp, region = requester_pair(t, iut=ONE_PLANE, tester=dict(options={"always_skip_marks": 0}))
+    before the next is sent, whatever the window); `action` applies to every data packet on the first EV.
+    The tester (responder) answers ALWAYS_SKIP after `always_skip_marks` consecutive marks (0: never)."""
+    sc, req, rsp, region = requester_pair(t, iut=ONE_PLANE,
+                                          tester=dict(options={"always_skip_marks": always_skip_marks}))
     target = ONE_PLANE["evs"][0][0]
     sc.route = lambda sc, p: action(p) if p.src == "req" and p.is_data and p.ev == target else None
     data = pattern(128 * 1024)
@@ -36,14 +41,63 @@ def _share_run(t, action):
 @case("requester.skip-after-ecn", MUST, registry=CASES,
       ref="notes §3.4 (EV state machine, spec Figure 5: SACK m = SKIP_ONCE -> SKIP); §3.5 (ECN as a "
           "load-balancing signal)",
-      behaviour="An EV whose packets come back with SACK M = SKIP_ONCE is skipped: it carries clearly less "
-                "than its share.",
-      failure="ECN-marked SACKs do not make the requester skip the EV",
+      behaviour="An EV whose packets come back with SACK M = SKIP_ONCE is skipped, for one rotation at a time: "
+                "it carries clearly less than its share, but not nothing (SKIP_ONCE does not retire it).",
+      failure="ECN-marked SACKs do not make the requester skip the EV, or they retire it",
       network="every data packet on one EV (of 4, one plane) is CE-marked; 32 writes of 4 packets",
-      mutants=["ignores-ecn"])
+      mutants=["ignores-ecn", "ecn-retires"])
 def _skip_ecn(t):
     got = _share_run(t, marked)
     t.expect(got < 0.8 * FAIR, f"the marked EV carried {got:.1%} of the packets (its share is {FAIR:.0%})")
+    # skipped every other rotation it carries about 1/7 of the packets; retired (and re-admitted by
+    # probes now and then) far fewer
+    t.expect(got >= 0.4 * FAIR, f"the marked EV carried {got:.1%} of the packets: more than skipped once per "
+                                f"mark, as if SKIP_ONCE retired it")
+
+
+@case("requester.always-skip-retires", MUST, registry=CASES,
+      ref="notes §3.4 (EV state machine, spec Figure 5: SACK m = ALWAYS_SKIP -> ASSUMED_BAD); §3.6 (M field: "
+          "ALWAYS_SKIP when 'the responder has concluded the path is persistently bad')",
+      behaviour="An EV whose SACKs say M = ALWAYS_SKIP is taken out of service (ASSUMED_BAD, back only through "
+                "probes): it carries far less than an EV skipped once per mark.",
+      failure="the requester treats ALWAYS_SKIP like SKIP_ONCE (or ignores it)",
+      network="every data packet on one EV (of 4, one plane) is CE-marked; the responder answers every mark "
+              "with ALWAYS_SKIP; 32 writes of 4 packets",
+      mutants=["always-skip-as-skip-once", "ignores-ecn", "reuses-retired-ev"])
+def _always_skip(t):
+    got = _share_run(t, marked, always_skip_marks=1)
+    # skipped once per mark the EV carries about 1/7 of the packets (requester.skip-after-ecn)
+    t.expect(got < 0.4 * FAIR, f"the EV answered with ALWAYS_SKIP carried {got:.1%} of the packets, as much as an "
+                               f"EV skipped once per mark (its share is {FAIR:.0%})")
+
+
+@case("requester.resource-nack", MUST, registry=CASES,
+      ref="notes §7.1 (UET NACK codes: NO_PKT_BUFFER and the other resource codes are not fatal); UE 1.0.3 "
+          "§3.6.12.3 OnNACK (mark_packet_for_rtx for every NACK), §3.6.13.5 NSCC.OnNACK",
+      behaviour="A NACK NO_PKT_BUFFER (the responder had no buffer for the packet) makes the requester resend "
+                "the packet and go on: the write completes successfully, the QP does not fail.",
+      failure="a resource NACK is not retransmitted, or is treated as fatal",
+      network="the responder's answer to the first data packet is replaced by NACK NO_PKT_BUFFER",
+      mutants=["resource-nack-fatal"])
+def _resource_nack(t):
+    sc, req, rsp, region = requester_pair(t, iut=dict(mtu=1024))
+    state = {"done": False}
+
+    def route(sc, p):
+        if not state["done"] and p.src == "rsp" and p.opcode == 0xDC:
+            state["done"] = True
+            first = sc.data_sent(req)[0]
+            nack = Crafter(rsp, req).nack(NackReason.NO_PKT_BUFFER, first.psn, entropy=first.ev,
+                                          ts=first["tx_timestamp"])
+            return [(0, nack, "replaced by NACK NO_PKT_BUFFER")]
+        return None
+    sc.route = route
+    data = pattern(4096)
+    post(sc, req, 1, data, region, 0)
+    t.expect(sc.run(sends_done(req, 1), max_ps=sc.now + 2 * MS), "the write did not complete")
+    t.expect([c.status for c in req.sends("send")] == ["SUCCESS"], f"completions {req.sends('send')}")
+    t.expect(state["done"], "tester problem: no SACK to replace")
+    t.expect(rsp.ep.read_mr(region)[:len(data)] == data, "the bytes placed at the responder differ")
 
 
 @case("requester.trimmed-skips-ev", MUST, registry=CASES,

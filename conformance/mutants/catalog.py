@@ -86,14 +86,25 @@ def _every_only(ep, v):
         v.set(opcode=LAST_OPS[v.opcode])
 
 
-ECN_LATE_PS = 12_000_000  # 12 us: twice the cases' 6 us target delay
+ECN_LATE_PS = 24_000_000  # 24 us: four times the cases' 6 us target delay (the delay average needs ~30 samples)
 
 
 def _ecn_late_receive(ep, data, port, now):
-    """ECN-marked SACKs (M = SKIP_ONCE) are timestamped 12 us late, so their RTT sample says the delay is high."""
+    """ECN-marked SACKs (M = SKIP_ONCE) are timestamped 24 us late, so their RTT sample says the delay is high."""
     if opcode_of(data) == SACK:
         v = View(ep, data, port)
         if v.pkt is not None and v["m"] == 1:
+            ep.altered += 1
+            now += ECN_LATE_PS
+    ep.inner.receive(data, port, now)
+
+
+def _unmarked_late_receive(ep, data, port, now):
+    """Unmarked SACKs are timestamped 24 us late: their delay is always above the target, so every
+    increase is a fair increase."""
+    if opcode_of(data) == SACK:
+        v = View(ep, data, port)
+        if v.pkt is not None and v["m"] == 0:
             ep.altered += 1
             now += ECN_LATE_PS
     ep.inner.receive(data, port, now)
@@ -263,12 +274,14 @@ MUTANTS = [
     Mutant("every-packet-only", "every packet of a message is sent as WRITE_ONLY (or ONLY_IMM)", tx=_every_only,
            tx_ops=DATA),
     Mutant("reth-va-fixed", "RETH carries the message's start address in every packet", tx=_reth_fixed, tx_ops=DATA,
-           collateral=('controller.port-status-rx', 'requester.lasthop-no-penalty', 'requester.mpr-limit', 'requester.rtx-dscp', 'requester.rtx-flag', 'requester.segmentation', 'requester.selective-retransmit', 'requester.silent-loss-retires-ev', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev')),
+           collateral=('controller.port-status-rx', 'requester.lasthop-no-penalty', 'requester.mpr-limit', 'requester.rtx-dscp', 'requester.rtx-flag', 'requester.segmentation', 'requester.selective-retransmit', 'requester.silent-loss-retires-ev', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev',
+                       'requester.always-skip-retires', 'requester.resource-nack')),
     Mutant("no-tseth", "data packets and probes carry no TSETH (BTH ts = 0)", tx=lambda ep, v: v.set(ts=0, tx_timestamp=0),
            tx_ops=DATA | {PROBE}),
     Mutant("ev-halves-swapped", "the EV's halves are swapped on the wire (and back in SACK / NACK entropy)",
            tx=_ev_swap_tx, rx=_ev_swap_rx, rx_ops=frozenset({SACK, NACK}),
-           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.probe-recovery', 'requester.silent-loss-retires-ev', 'requester.spray-ev-set', 'wire.srv6-carrier')),
+           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.probe-recovery', 'requester.silent-loss-retires-ev', 'requester.spray-ev-set', 'wire.srv6-carrier',
+                       'requester.skip-after-ecn')),
     Mutant("srv6-carrier-reversed", "the uSIDs of the SRv6 carrier are written in reverse order",
            tx=lambda ep, v: _reverse_carrier(v) if ep.inner.mode == EvMode.SRV6 else None, tx_ops=DATA,
            requires=_t(("cfg", "srv6"))),
@@ -283,7 +296,10 @@ MUTANTS = [
            collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]')),
     Mutant("sticky-ev", "stamps every data packet with the first EV of its plane (no spraying)", tx=_sticky,
            tx_ops=DATA,
-           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier')),
+           collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier',
+                       # SACKs reflect an EV the PSN was not sent on: no RTT sample, so NSCC.OnACK stops early
+                       'nscc.quadrant[ecn-high-delay]', 'nscc.quadrant[no-ecn-low-delay]', 'nscc.quick-adapt',
+                       'requester.always-skip-retires')),
     Mutant("rqmsn-equals-msn", "writes the MSN into the RQMSN field", tx=lambda ep, v: v.set(rqmsn=v["msn"]),
            tx_ops=DATA),
     Mutant("ignores-max-wimm", "ignores max_wimm (any number of WriteIMM outstanding)", config=_cfg(max_wimm=65535),
@@ -296,12 +312,21 @@ MUTANTS = [
     Mutant("rtx-same-dscp", "retransmissions use the data DSCP",
            tx=lambda ep, v: v.set(dscp=ep.inner.dscp.data) if v["rtx"] else None, tx_ops=DATA),
     Mutant("ignores-ecn", "reads every SACK as M = NONE", rx=_when(SACK, m=0), rx_ops=frozenset({SACK})),
+    Mutant("always-skip-as-skip-once", "reads SACK M = ALWAYS_SKIP as SKIP_ONCE",
+           rx=_when(SACK, m=lambda v: 1 if v["m"] == 2 else v["m"]), rx_ops=frozenset({SACK})),
+    Mutant("resource-nack-fatal", "treats NACK NO_PKT_BUFFER as UNEXP_EVENT (fatal)",
+           rx=_nack_reason(0x07, UNEXP), rx_ops=frozenset({NACK})),
+    Mutant("ecn-retires", "reads SACK M = SKIP_ONCE as ALWAYS_SKIP (an ECN mark retires the EV)",
+           rx=_when(SACK, m=lambda v: 2 if v["m"] == 1 else v["m"]), rx_ops=frozenset({SACK}),
+           collateral=("controller.good-event-after-marked-probe",)),  # a marked probe answer retires it again
     Mutant("trimmed-as-lasthop", "treats NACK TRIMMED like TRIMMED_LASTHOP (no EV penalty)",
            rx=_nack_reason(TRIMMED, LASTHOP), rx_ops=frozenset({NACK})),
     Mutant("penalises-lasthop", "treats NACK TRIMMED_LASTHOP like TRIMMED (skips the EV)",
            rx=_nack_reason(LASTHOP, TRIMMED), rx_ops=frozenset({NACK})),
     Mutant("ignores-trimmed", "ignores trim NACKs (TRIMMED and TRIMMED_LASTHOP)",
-           rx=_drop(lambda v: v["nack_reason"] in (TRIMMED, LASTHOP)), rx_ops=frozenset({NACK})),
+           rx=_drop(lambda v: v["nack_reason"] in (TRIMMED, LASTHOP)), rx_ops=frozenset({NACK}),
+           # the NSCC quadrant cases open headroom below MaxWnd with trims
+           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quadrant[no-ecn-high-delay]")),
     Mutant("reuses-retired-ev", "keeps sending every third data packet on an ASSUMED_BAD EV",
            tx=_bad_ev("ASSUMED_BAD"), tx_ops=DATA,
            collateral=('controller.ev-events', 'controller.ev-state-query', 'controller.event-mask')),
@@ -319,12 +344,28 @@ MUTANTS = [
     Mutant("no-increase", "the window never grows (fi, fi_scale, eta = 0)",
            config=_cc(fi=0.0, fi_scale=0.0, eta=0.0, pi_gain=0.0), trigger=_FEEDBACK),
     Mutant("no-md", "no multiplicative decrease (gamma = 0)", config=_cc(gamma=0.0), trigger=_FEEDBACK),
-    Mutant("md-on-any-ecn", "decreases on every ECN-marked SACK (takes its arrival time 12 us late, so its delay "
+    Mutant("md-on-any-ecn", "decreases on every ECN-marked SACK (takes its arrival time 24 us late, so its delay "
            "always looks high)",
            hooks={"receive": _ecn_late_receive}, trigger=_t(("rx", SACK))),
+    Mutant("fair-only", "increases fairly below the target too (takes unmarked SACKs 24 us late)",
+           hooks={"receive": _unmarked_late_receive}, trigger=_t(("rx", SACK)),
+           collateral=("nscc.quick-adapt-gate",)),  # 24 us late is past qa_threshold too
+    Mutant("proportional-only", "increases in proportion to the headroom above the target too (target_delay "
+           "4 x its configured value)", config=lambda cfg: cfg.replace(cc={**cfg.cc, "target_delay": 4 * cfg.cc.get(
+               "target_delay", 6000)}), trigger=_FEEDBACK,
+           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quadrant[ecn-high-delay]", "nscc.quick-adapt")),
+    Mutant("md-every-sack", "decreases on every marked high-delay SACK (base_rtt 1 ns: 'once per base RTT' "
+           "never waits)", config=_cc(base_rtt=1, max_cwnd=300_000), trigger=_FEEDBACK,
+           # every delay is then high, and the BDP-scaled increases vanish
+           collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]")),
+    Mutant("no-qa-gate", "QuickAdapt whatever was achieved (qa_gate 0: max_wnd >> 0)", config=_cc(qa_gate=0),
+           trigger=_FEEDBACK),
     Mutant("no-quickadapt", "QuickAdapt disabled", config=_cc(disable_qa=1), trigger=_FEEDBACK),
     Mutant("ignores-rcv-pen", "ignores CC_STATE rcv_cwnd_pen", rx=_when(SACK, rcv_cwnd_pen=0), rx_ops=frozenset({SACK})),
-    Mutant("ignores-cwnd", "ignores max_cwnd (a 1 GiB window)", config=_cc(max_cwnd=1 << 30), trigger=_FEEDBACK),
+    Mutant("ignores-cwnd", "ignores max_cwnd (a 1 GiB window)", config=_cc(max_cwnd=1 << 30), trigger=_FEEDBACK,
+           # the window starts at MaxWnd (UE 1.0.3 Table 3-77): a 1 GiB first burst, and increases of
+           # inc_bytes / cwnd that round to nothing
+           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quick-adapt-gate", "controller.port-status-rx")),
     # --- responder ----------------------------------------------------------------------------------
     Mutant("no-ev-echo", "SACKs of data packets and NACKs carry entropy 0 instead of the reflected EV",
            tx=lambda ep, v: v.set(entropy=0) if v.opcode == NACK or not v["pr"] else None,

@@ -2,12 +2,14 @@
 
     mrc emu sweep SCENARIO [--transports a,b,...] [--seeds 1-10] [--grid KEY=V1,V2,... ...]
                   [--set KEY=VALUE ...] [--out DIR] [--workers N | --scheduler tcp://HOST:PORT]
-                  [--resume] [--cell-timeout S] [--no-plots] [--no-progress]
+                  [--resume] [--cell-timeout-s S] [--no-plots] [--no-progress]
 """
 from __future__ import annotations
 
 import pathlib
 import sys
+
+from mrc.cli import deprecated_spelling
 
 HELP = "run a scenario over seeds x transports x a parameter grid on Dask: table, medians with 95%% CIs, plots"
 DESCRIPTION = ("Run every cell (transport x grid point x seed) of a scenario on a Dask cluster (a local one by "
@@ -32,8 +34,9 @@ def register(p):
     g.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask cluster's scheduler, tcp://HOST:PORT")
     p.add_argument("--resume", action="store_true", help="keep the cells already in DIR's table (same scenario, "
                    "transport, seed and code version), run the rest")
-    p.add_argument("--cell-timeout", type=float, metavar="S", help="wall seconds per cell; a cell over it is "
+    p.add_argument("--cell-timeout-s", type=float, help="wall seconds per cell; a cell over it is "
                    "recorded as a timeout")
+    deprecated_spelling(p, "--cell-timeout", "--cell-timeout-s", type=float)
     p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar (lines instead)")
     p.set_defaults(func=cmd_sweep)
@@ -56,7 +59,7 @@ def cmd_sweep(args) -> int:
     seeds = args.seeds if args.seeds is not None else (None if from_file else "1-10")
     try:
         df = sweep(args.scenario, transports=args.transports, seeds=seeds, grid=args.grid, sets=args.sets, out=out,
-                   workers=args.workers, scheduler=args.scheduler, resume=args.resume, cell_timeout=args.cell_timeout,
+                   workers=args.workers, scheduler=args.scheduler, resume=args.resume, cell_timeout=args.cell_timeout_s,
                    progress=not args.no_progress and sys.stderr.isatty(), plots=not args.no_plots)
     except KeyboardInterrupt:
         return 130

@@ -223,7 +223,7 @@ def make(source, transports=None, seeds="1-10", grid=(), sets=(), cell_timeout_s
         raise ConfigError("--seeds", seeds, "give at least one seed")
     g = parse_grid(grid) if not isinstance(grid, dict) else {k: list(v) for k, v in grid.items()}
     if cell_timeout_s is not None and not cell_timeout_s > 0:
-        raise ConfigError("--cell-timeout", cell_timeout_s, "seconds, > 0")
+        raise ConfigError("--cell-timeout-s", cell_timeout_s, "seconds, > 0")
     return Sweep(str(source) if not isinstance(source, dict) else name, data, name,
                  pathlib.Path(base_dir) if base_dir is not None else None, ts, sd, g, list(sets), cell_timeout_s)
 

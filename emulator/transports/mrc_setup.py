@@ -41,7 +41,8 @@ ack_every_bytes          16384                       (same)
 ack_delay_us             1                           ours
 always_skip_marks        8                           ours
 reorder_window_us        the fabric's base RTT       ours (RACK)
-ev_probe_interval_us     100                         ours
+ev_first_probe_us        the fabric's base RTT       a retired EV's first probe (re-admission)
+ev_probe_interval_us     100                         ours: the probes after the first
 probe_successes          2                           ours
 rev_probe_interval_us    the fabric's base RTT       MANI 3.8 ("each RTT")
 rev_rotate               true                        leave a reverse EV whose SACKs do not arrive
@@ -50,12 +51,18 @@ rev_probe_miss_bad       false                       an unanswered reverse probe
                                                      on the probed EV (ours)
 rto_reprobe              true                        probe the EVs a SACK-less timeout retired as
                                                      soon as SACKs resume (ours)
+rack                     true                        RACK loss detection (ours; false: losses are
+                                                     found by RTO, trim NACKs and probes only)
+rto_retire               true                        an RTO retires every EV with data in flight
+                                                     (ours; false: the oldest packet's EV only)
 trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
 cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
 base_rtt_us              the fabric's longest path   NSCC base RTT (the CC profile's, notes 7.2)
 reps_buffer              8                           REPS (ev_policy REPS): recycle buffer
-reps_reuse               ack_every_pkts              uses of a recycled EV
+reps_reuse               1                           uses of a recycled EV (htsim's usable lifetime)
+reps_per_psn             true                        an unmarked SACK recycles the EV of every PSN it
+                                                     newly acknowledges (false: only its own EV)
 reps_explore             16                          random EVs after a freeze
 reps_freeze_us           10000                       freeze length (htsim exit_freeze_after)
 ctl_timeout_us           1000                        port status update answer timeout (mrc.ctl's)
@@ -170,18 +177,22 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ack_delay_us=t.num("ack_delay_us", 1.0, lo=0),
         always_skip_marks=t.int("always_skip_marks", 8, lo=0, hi=65535),
         reorder_window_us=t.num("reorder_window_us", rtt / US, lo=0),
+        ev_first_probe_us=t.num("ev_first_probe_us", rtt / US, lo=0),
         ev_probe_interval_us=t.num("ev_probe_interval_us", 100.0, lo=0, lo_open=True),
         probe_successes=t.int("probe_successes", 2, lo=1, hi=255),
         rev_probe_interval_us=t.num("rev_probe_interval_us", rtt / US, lo=0, lo_open=True),
         rev_rotate=t.bool("rev_rotate", True),
         rev_probe_miss_bad=t.bool("rev_probe_miss_bad", False),
         rto_reprobe=t.bool("rto_reprobe", True),
+        rack=t.bool("rack", True),
+        rto_retire=t.bool("rto_retire", True),
         trim_nack=t.bool("trim_nack", True),
         cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
         base_rtt_us=t.num("base_rtt_us", rtt / US, lo=0, lo_open=True),
         reps_buffer=t.int("reps_buffer", D.REPS_MAX_BUFFER, lo=1, hi=D.REPS_MAX_BUFFER),
-        reps_reuse=t.int("reps_reuse", None, lo=1, hi=255),
+        reps_reuse=t.int("reps_reuse", 1, lo=1, hi=255),
+        reps_per_psn=t.bool("reps_per_psn", True),
         reps_explore=t.int("reps_explore", 16, lo=0, hi=65535),
         reps_freeze_us=t.num("reps_freeze_us", 10_000.0, lo=0),
         ctl_timeout_us=t.num("ctl_timeout_us", 1000.0, lo=0, lo_open=True),
@@ -297,11 +308,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         col = np.arange(max_ev)[None, :]
         T.ev["state"][:n_qp] = np.where(col < n_ev[:n_qp, None], D.EV_GOOD, D.EV_UNUSED)
 
-    # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT
+    # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT, and
+    # whether its switches trim (UE 1.0.3 3.6.13.3: target 0.75 x base RTT with trimming, 1.0 x without)
     if p["cc"] == "none":
         cc = core_setup.fixed_window_profile(window_bytes=max_window, base_rtt_ps=base_rtt, mtu=mtu)
     else:
-        cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt)
+        cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt, trimming=bool(sw.trim))
     core_setup.write_cc(T, 0, cc)
 
     # QP attributes: validated once, then written to every row
@@ -310,16 +322,16 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  ack_every_pkts=p["ack_every_pkts"], ack_every_bytes=p["ack_every_bytes"],
                  ack_delay_ps=int(round(p["ack_delay_us"] * US)), always_skip_marks=p["always_skip_marks"],
                  reorder_window_ps=int(round(p["reorder_window_us"] * US)),
+                 ev_first_probe_ps=int(round(p["ev_first_probe_us"] * US)),
                  ev_probe_interval_ps=int(round(p["ev_probe_interval_us"] * US)),
                  probe_successes=p["probe_successes"],
                  rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),
                  rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
-                 rto_reprobe=int(p["rto_reprobe"]),
+                 rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
                  trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
+                 reps_reuse=p["reps_reuse"], reps_per_psn=int(p["reps_per_psn"]),
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
-    if p["reps_reuse"] is not None:
-        attrs["reps_reuse"] = p["reps_reuse"]
     if n_qp:
         emin = int(n_ev[:n_qp].min())
         if p["ev_min_active"] is not None and p["ev_min_active"] > emin:

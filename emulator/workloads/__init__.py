@@ -34,8 +34,9 @@ class Collective:
 class FlowSet:
     flows: np.ndarray  # state.FLOW
     trig: np.ndarray  # state.TRIG
-    trig_tgt: np.ndarray  # int32
+    trig_tgt: np.ndarray  # int32: flow f, or trigger u as -(u + 1)
     collectives: list[Collective]
+    jobs: dict = dataclasses.field(default_factory=dict)  # job index -> job-level record (training jobs)
 
     @property
     def max_fanout(self) -> int:
@@ -51,20 +52,28 @@ class Builder:
         self.rows: list[tuple] = []
         self.trig_kind: list[int] = []
         self.trig_count: list[int] = []
+        self.trig_links: list[tuple[int, int]] = []  # (trigger, trigger it activates)
         self.collectives: list[Collective] = []
+        self.jobs: dict[int, object] = {}  # job index -> its job-level record (`training.JobGraph`)
 
     def flow(self, src, dst, size, start_us=None, job=0, coll=-1, cm_id=0, trigger=-1, send_trig=-1,
-             recv_trig=-1) -> int:
+             recv_trig=-1, delay_ps=0) -> int:
+        """A flow; started at ``start_us``, or by ``trigger`` (then ``delay_ps`` after it fires)."""
         if src == dst:
             raise ValueError("flow from a host to itself")
         start = -1 if start_us is None else int(round(start_us * US))
-        self.rows.append((int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig, recv_trig))
+        self.rows.append((int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig, recv_trig,
+                          int(delay_ps)))
         return len(self.rows) - 1
 
     def trigger(self, kind: str, count: int = 0) -> int:
         self.trig_kind.append(self.KINDS[kind])
         self.trig_count.append(int(count))
         return len(self.trig_kind) - 1
+
+    def link(self, t: int, u: int) -> None:
+        """Trigger t, when it fires, activates trigger u (once per firing, as a flow's trigger would)."""
+        self.trig_links.append((int(t), int(u)))
 
     def collective(self, name, job, kind, flows) -> int:
         self.collectives.append(Collective(name, job, kind, np.asarray(flows, np.int64)))
@@ -77,7 +86,7 @@ class Builder:
             a = np.array(self.rows, dtype=np.int64)
             fl["src"], fl["dst"], fl["size"], fl["start"] = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
             fl["job"], fl["coll"], fl["cm_id"], fl["trigger"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
-            fl["send_trig"], fl["recv_trig"] = a[:, 8], a[:, 9]
+            fl["send_trig"], fl["recv_trig"], fl["delay"] = a[:, 8], a[:, 9], a[:, 10]
         fl["t_start"] = fl["t_send_done"] = fl["t_recv_done"] = -1
         fl["ep"] = -1
         nt = len(self.trig_kind)
@@ -87,14 +96,17 @@ class Builder:
         trig["t_fired"] = -1
         tgt = np.zeros(0, np.int32)
         if nt:
-            owners = fl["trigger"]
+            # targets of each trigger: its flows (in flow order), then the triggers it activates (-(u + 1))
+            links = np.array(self.trig_links, np.int64).reshape(-1, 2)
+            owners = np.concatenate([fl["trigger"].astype(np.int64), links[:, 0]])
+            targets = np.concatenate([np.arange(n, dtype=np.int64), -(links[:, 1] + 1)])
             order = np.argsort(owners, kind="stable")
             order = order[owners[order] >= 0]
             counts = np.bincount(owners[order], minlength=nt)
             trig["n"] = counts
             trig["first"] = np.concatenate([[0], np.cumsum(counts)[:-1]])
-            tgt = order.astype(np.int32)
-        return FlowSet(fl, trig, tgt, self.collectives)
+            tgt = targets[order].astype(np.int32)
+        return FlowSet(fl, trig, tgt, self.collectives, self.jobs)
 
 
 def build(jobs, topo, rng: np.random.Generator) -> FlowSet:

@@ -38,10 +38,12 @@ import numpy as np
 
 from mrc.emulator.keys import Table
 from mrc.emulator.workloads import cm as CM
+from mrc.emulator.workloads import trace, training
+from mrc.emulator.workloads.collectives import set_triggers
 from mrc.emulator.workloads.cdf import SizeCDF
 from mrc.errors import ConfigError
 
-KINDS = ("flows", "permutation", "all-to-all", "allreduce-ring", "incast", "poisson", "cm")
+KINDS = ("flows", "permutation", "all-to-all", "allreduce-ring", "incast", "poisson", "cm", "training", "trace")
 
 
 def _host(t: Table, name, n, default=None):
@@ -53,7 +55,7 @@ def _host(t: Table, name, n, default=None):
 
 def parse(t: Table, kind: str, n: int, duration_us: float | None, base_dir: pathlib.Path | None) -> dict:
     """Validated parameters of one job of `kind` over `n` hosts (keys removed from `t`)."""
-    if kind != "flows" and kind != "cm" and n < 2:
+    if kind != "flows" and kind != "cm" and kind != "trace" and n < 2:
         raise ConfigError(t.key("hosts"), n, "this workload needs at least two hosts")
     if kind == "flows":
         lst = t.raw("flows")
@@ -123,6 +125,10 @@ def parse(t: Table, kind: str, n: int, duration_us: float | None, base_dir: path
             raise ConfigError(t.key("file"), f, f"the matrix has {m.nodes} nodes, the job {n} hosts")
         return {"matrix": m, "start_us": t.num("start_us", 0.0, lo=0),
                 "collective": t.bool("collective", bool(m.triggers))}
+    if kind == "training":
+        return training.parse(t, n)
+    if kind == "trace":
+        return trace.parse_keys(t, n, base_dir)
     raise ConfigError(t.key("kind"), kind, f"must be one of {', '.join(KINDS)}")
 
 
@@ -173,7 +179,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng: np.random.Generator) -> None:
             for i in range(n):
                 if p["serial"] and prev[i] is not None:
                     t = b.trigger("oneshot")
-                    _set(b, prev[i], send_trig=t)
+                    set_triggers(b, prev[i], send_trig=t)
                     f = b.flow(hosts[i], hosts[(i + r) % n], p["size_bytes"], None, job=j, coll=c, trigger=t)
                 else:
                     f = b.flow(hosts[i], hosts[(i + r) % n], p["size_bytes"], p["start_us"], job=j, coll=c)
@@ -198,8 +204,8 @@ def generate(b, job, hosts: np.ndarray, topo, rng: np.random.Generator) -> None:
                         cur[i] = b.flow(ring[i], ring[(i + 1) % m], chunk, p["start_us"], job=j, coll=c)
                     else:
                         t = b.trigger("barrier", 2)
-                        _set(b, prev[i], send_trig=t)  # my own step s-1 sent
-                        _set(b, prev[(i - 1) % m], recv_trig=t)  # my predecessor's step s-1 received
+                        set_triggers(b, prev[i], send_trig=t)  # my own step s-1 sent
+                        set_triggers(b, prev[(i - 1) % m], recv_trig=t)  # my predecessor's step s-1 received
                         cur[i] = b.flow(ring[i], ring[(i + 1) % m], chunk, None, job=j, coll=c, trigger=t)
                     ids.append(cur[i])
                 prev = cur
@@ -248,12 +254,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng: np.random.Generator) -> None:
                               recv_trig=tmap[conn.recv_done_trigger] if conn.recv_done_trigger else -1))
         if p["collective"]:
             b.collective(f"job{j}.{pathlib.Path(m.path).stem}", j, "cm", ids)
-
-
-def _set(b, f, send_trig=None, recv_trig=None):
-    row = list(b.rows[f])
-    if send_trig is not None:
-        row[8] = send_trig
-    if recv_trig is not None:
-        row[9] = recv_trig
-    b.rows[f] = tuple(row)
+    elif kind == "training":
+        b.jobs[j] = training.generate(b, job, hosts, topo, rng)
+    elif kind == "trace":
+        b.jobs[j] = trace.generate(b, job, hosts, topo, rng)

@@ -228,13 +228,19 @@ _QP_GROUPS = [
         ("rack_seq", np.int64),  # send order of the latest transmission known delivered (RACK)
         ("srtt", np.int64),
         ("last_rtt", np.int64),
+        # NSCC source state (UE 1.0.3 Table 3-77, the specification's names)
         ("avg_delay", np.float64),
-        ("inc_acc", np.float64),
-        ("acked_since_adjust", np.int64),
-        ("last_adjust", np.int64),
-        ("last_md", np.int64),
-        ("qa_deadline", np.int64),
-        ("qa_achieved", np.int64),
+        ("inc_bytes", np.float64),
+        ("max_wnd", np.float64),  # MaxWnd scaled to the measured base RTT
+        ("saved_cwnd", np.float64),  # cwnd when destination flow control began (Restore_Cwnd)
+        ("received_bytes", np.int64),  # acked since the last fulfill_adjustment
+        ("achieved_bytes", np.int64),  # acked in the current QuickAdapt period
+        ("fi_count", np.int64),  # consecutive bytes acked at delay ~= 0 (fast increase)
+        ("bytes_to_ignore", np.int64),  # in flight when QuickAdapt last cut the window
+        ("bytes_ignored", np.int64),
+        ("last_adjust_time", np.int64),
+        ("last_dec_time", np.int64),
+        ("qa_endtime", np.int64),
         ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NO_DEADLINE if none
         ("reorder_window_ps", np.int64),  # loss detection: a packet is lost when one sent this much later is acked
         ("sacks_rx", np.int64),
@@ -242,11 +248,10 @@ _QP_GROUPS = [
         ("ev_skips", np.int64),  # EVs that entered SKIP (ECN-marked SACK, trim NACK, probe answer)
         ("wr_head", np.uint32),  # oldest incomplete WR (ring index, monotonic)
         ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
-        ("qa_ignore_psn", np.uint32),
         ("cc_profile", np.int32),
         ("retries", np.uint16),  # RTO expiries since the last progress
-        ("qa_congested", np.uint8),
-        ("qa_ignore", np.uint8),
+        ("trigger_qa", np.uint8),
+        ("increase_mode", np.uint8),
         ("timeout", np.uint8),  # local ACK timeout exponent: 1.024 us * 2^timeout
         ("retry_linear", np.uint8),  # fixed-interval retries (max 7)
         ("retry_exp", np.uint8),  # exponential-backoff retries (max 25, 25 = infinite)
@@ -289,6 +294,7 @@ _QP_GROUPS = [
     ]),
     ("cold", [  # configuration read at set-up or on rare paths; queued NACKs; REPS; counters
         ("ev_probe_interval_ps", np.int64),
+        ("ev_first_probe_ps", np.int64),  # a retired EV's first probe, this long after retirement
         ("rev_probe_interval_ps", np.int64),
         ("reps_freeze_ps", np.int64),  # EVP_REPS: how long a freeze lasts (config)
         ("reps_unfreeze", np.int64),  # when the current freeze ends
@@ -324,7 +330,9 @@ _QP_GROUPS = [
         ("probe_successes", np.uint8),  # probe answers needed to bring an ASSUMED_BAD EV back
         ("rev_rotate", np.uint8),  # 1: drop a plane's reverse EV on evidence its control packets are lost
         ("rev_probe_miss_bad", np.uint8),  # 1: an unanswered reverse-EV probe is a loss on the probed EV
-        ("rto_reprobe", np.uint8),  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
+        ("rto_reprobe", np.uint8),
+        ("rack", np.uint8),  # 1: RACK loss detection (extension; 0: losses found by RTO, trims and probes only)
+        ("rto_retire", np.uint8),  # 1: an RTO retires every EV with data in flight (extension; 0: the oldest's only)  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
         ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
         ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
         ("reps_head", np.uint8),  # next buffer entry written
@@ -333,6 +341,7 @@ _QP_GROUPS = [
         ("reps_fhead", np.uint8),  # freezing: next entry to reuse
         ("reps_frozen", np.uint8),
         ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
+        ("reps_per_psn", np.uint8),  # 1: an unmarked SACK recycles the EV of every PSN it newly acks (config)
     ]),
 ]
 QP, QP_LINES = _line_grouped(_QP_GROUPS)
@@ -426,11 +435,11 @@ CC = np.dtype(
         ("adjust_bytes_threshold", np.int64),
         ("adjust_period_threshold", np.int64),  # ps
         ("base_rtt", np.int64),  # ps
-        ("eta", np.float64),  # bytes added per adjustment while increasing
+        ("eta", np.float64),  # bytes added once per adjust_period_threshold
         ("fi", np.float64),  # fair-increase gain (bytes)
         ("fi_scale", np.float64),  # fast-increase factor (cwnd += acked * fi_scale)
         ("gamma", np.float64),
-        ("max_md_jump", np.float64),  # largest fraction of cwnd one decrease may remove
+        ("max_md_jump", np.float64),  # smallest factor one multiplicative decrease may apply (UE 1.0.3)
         ("max_cwnd", np.int64),
         ("min_cwnd", np.int64),
         ("init_cwnd", np.int64),
@@ -440,6 +449,9 @@ CC = np.dtype(
         ("pi_gain", np.float64),  # proportional-increase gain alpha, bytes per ps of headroom per acked byte
         ("fast_increase_delay", np.int64),  # ps: below this queuing delay, fast increase
         ("delay_ewma", np.float64),
+        ("delay_filter", np.uint8),  # 1: replace unmarked samples above target (htsim update_delay)
+        ("delay_filter_low", np.float64),  # ... by this many base RTTs
+        ("delay_filter_cap", np.float64),  # ... unless above this many base RTTs
     ],
     align=True,
 )

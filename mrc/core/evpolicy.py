@@ -24,16 +24,21 @@ policy          behaviour
                 the EVs' states alone (`evset.EV_POLICY_INPUT`), so a dead path
                 keeps its share of the packets
 ``REPS``        REPS (Bonato et al., arXiv 2407.21625; notes 7.3; peer notes
-                2.6): every SACK that comes back unmarked returns its EV to a
-                circular buffer of ``reps_buffer`` entries (default 8, the
-                paper's and htsim's); the next packet reuses the oldest fresh
-                entry, which is then invalid, else a random EV. A loss without
-                a trim (RACK or RTO: the paper's "timeout") freezes the buffer
-                for ``reps_freeze_ps`` (default 10 ms, htsim's
-                ``exit_freeze_after``): no learning, the cached EVs are reused
-                in turn whether fresh or not; after the freeze the buffer is
-                emptied and the next ``reps_explore`` (16) packets take random
-                EVs. No MRC path health (as OBLIVIOUS)
+                2.6; defaults as UEC htsim's ``UecMpReps``): an unmarked SACK
+                returns to a circular buffer of ``reps_buffer`` entries
+                (default 8) the EV of every PSN it newly acknowledges
+                (``reps_per_psn``, default 1: the paper's one recycled EV per
+                acknowledged packet; 0: only the EV the SACK reflects); the
+                next packet reuses the oldest fresh entry, ``reps_reuse``
+                times (default 1, htsim's usable lifetime), else a random EV.
+                A retransmission timeout (the paper's and htsim's per-packet
+                "timeout"; RACK's reordering-based losses do not count)
+                freezes the buffer for ``reps_freeze_ps`` (default 10 ms,
+                htsim's ``exit_freeze_after``): the cached EVs are reused in
+                turn whether fresh or not, and good EVs are still admitted
+                (htsim); after the freeze the buffer is emptied and the next
+                ``reps_explore`` (16) packets take random EVs. No MRC path
+                health (as OBLIVIOUS)
 ==============  ===============================================================
 
 Every policy respects the planes (`evset.plane_mask`: local port up, the peer's
@@ -52,8 +57,8 @@ from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.core.rng import below
 
-FB_GOOD = 1  # a SACK came back unmarked on this EV
-FB_LOSS = 2  # a packet was declared lost without a trim (RACK or RTO)
+FB_GOOD = 1  # a packet sent on this EV was acknowledged by an unmarked SACK
+FB_TIMEOUT = 2  # a packet sent on this EV was declared lost by the retransmission timeout
 
 
 @njit_core(inline="always")
@@ -262,18 +267,21 @@ def _select_reps(T, i, port_mask, now):
 
 @njit_core
 def feedback(T, i, slot, kind, now):
-    """Feedback about EV `slot` for policies that learn from it (REPS): FB_GOOD or FB_LOSS."""
+    """Feedback about EV `slot` for policies that learn from it (REPS): FB_GOOD or FB_TIMEOUT.
+
+    As htsim's ``UecMpReps::processEv``: a timeout freezes (unless frozen or exploring); a good
+    EV is admitted frozen or not."""
     q = T.qp[i]
     if q["ev_policy"] != D.EVP_REPS:
         return
     _reps_thaw(T, i, now)
-    if kind == FB_LOSS:
+    if kind == FB_TIMEOUT:
         if not q["reps_frozen"] and q["reps_explore_left"] == 0:
             q["reps_frozen"] = 1
             q["reps_fhead"] = 0
             q["reps_unfreeze"] = now + q["reps_freeze_ps"]
         return
-    if kind == FB_GOOD and not q["reps_frozen"] and slot >= 0:
+    if kind == FB_GOOD and slot >= 0:
         size = i64(q["reps_buffer"])
         pos = i64(q["reps_head"])
         q["reps_buf"][pos] = slot

@@ -257,7 +257,9 @@ def ev_input(T, i, k, inp, now):
         e["bad_since"] = now
         e["probe_ok"] = 0
         e["probe_outstanding"] = 0
-        e["probe_deadline"] = now + q["ev_probe_interval_ps"]
+        # re-admission: the first probe about one RTT after retirement, to check "whether there
+        # really was a failure" (MANI); the later ones every ev_probe_interval_ps (ours)
+        e["probe_deadline"] = now + q["ev_first_probe_ps"]
         if e["probe_deadline"] < q["ev_probe_deadline"]:
             q["ev_probe_deadline"] = e["probe_deadline"]
     if is_usable(old) != is_usable(new):

@@ -7,9 +7,10 @@ Sources and choices (docs/protocol.md):
   b`` (UET ACK_CC layout, mrc-public-notes 2.4). Only the holes are
   retransmitted (MANI 3.6).
 - NACK TRIMMED: retransmit now and SKIP the EV; TRIMMED_LASTHOP: retransmit,
-  no EV penalty (MANI 3.5/3.6). NO_BITMAP, NO_PKT_BUFFER, NO_RESOURCE: the
-  responder lacked resources: retransmit, count it as congestion, no EV
-  penalty. PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
+  no EV penalty (MANI 3.5/3.6); NSCC takes the trimmed packet's bytes off
+  the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
+  NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
+  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
   and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
   semantics for the codes; the reactions are our reading.)
 - Every SACK, NACK and AETH NAK is checked against the requester's window
@@ -28,6 +29,7 @@ Sources and choices (docs/protocol.md):
   retransmitting any packets that may have been lost"): every packet still
   in flight on that EV is retransmitted too. Loss detection by time rather
   than by duplicate count is what UET's spraying-tolerant recovery does.
+  NSCC takes each lost packet's bytes off the window (NSCC.OnInferredLoss).
 - RTT (MRC notes 3.5: "from TSETH timestamp reflected in CC_STATE or from a
   local send-time database"): a sample is now minus our own send time of the
   transmission the feedback answers (the SACK's trigger PSN cack_psn +
@@ -61,7 +63,6 @@ NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_NO_BITMAP = int(NackReason.NO_BITMAP)
 NR_NO_PKT_BUFFER = int(NackReason.NO_PKT_BUFFER)
 NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
-NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
 
@@ -115,13 +116,14 @@ def mark_lost(T, i, psn, trimmed):
 
 
 @njit_core
-def _retire_ev_after_loss(T, i, slot, now):
-    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent."""
+def _retire_ev_after_loss(T, i, slot, now, timeout):
+    """A silent loss on EV `slot`: ASSUMED_BAD, and everything in flight on it is resent.
+    `timeout`: declared by the retransmission timeout (REPS freezes on those only), not by RACK."""
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
-    if q["ev_policy"] == D.EVP_REPS:
-        evpolicy.feedback(T, i, slot, evpolicy.FB_LOSS, now)
+    if timeout and q["ev_policy"] == D.EVP_REPS:
+        evpolicy.feedback(T, i, slot, evpolicy.FB_TIMEOUT, now)
     before = e["state"]
     after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
@@ -130,6 +132,7 @@ def _retire_ev_after_loss(T, i, slot, now):
             ent = tx_slot(T, q, psn)
             if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == slot:
                 mark_lost(T, i, psn, False)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
             psn = psn_add(psn, 1)
 
 
@@ -138,7 +141,7 @@ def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
     q["loss_deadline"] = D.NO_DEADLINE
-    if q["rack_seq"] <= 0:
+    if q["rack_seq"] <= 0 or q["rack"] == 0:
         return
     wait = q["last_rtt"] + q["reorder_window_ps"]
     psn = q["una_psn"]
@@ -152,8 +155,8 @@ def detect_losses(T, i, now):
                 slot = ent["ev_slot"]
                 mark_lost(T, i, psn, False)
                 q["losses"] += 1
-                nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
-                _retire_ev_after_loss(T, i, slot, now)
+                nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
+                _retire_ev_after_loss(T, i, slot, now, False)
             elif due < q["loss_deadline"]:
                 q["loss_deadline"] = due
         psn = psn_add(psn, 1)
@@ -304,10 +307,15 @@ def on_sack(T, i, p, now):
         if ent["state"] != D.TX_FREE and ent["ev_slot"] >= 0 and T.ev[q["ev_row"], ent["ev_slot"]]["ev"] == p["entropy"]:
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
+    # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
+    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == 0 and q["reps_per_psn"] != 0
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
-        newly += _acked(q, ent, now)
+        got = _acked(q, ent, now)
+        if recycle and got > 0:
+            evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+        newly += got
         ent["state"] = D.TX_FREE
         q["una_psn"] = psn_add(q["una_psn"], 1)
     base = psn_add(cack, i64(p["sack_offset"]))
@@ -318,7 +326,10 @@ def on_sack(T, i, p, now):
             if psn_diff(psn, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], psn) > 0:
                 ent = tx_slot(T, q, psn)
                 if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
-                    newly += _acked(q, ent, now)
+                    got = _acked(q, ent, now)
+                    if recycle and got > 0:
+                        evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+                    newly += got
                     ent["state"] = D.TX_SACKED
     rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
     # the EV the SACK reflects: the trigger's slot when it matched, else look it up
@@ -336,7 +347,7 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS:
+        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
             evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == 1:
             q["ecn_sacks_rx"] += 1
@@ -346,8 +357,7 @@ def on_sack(T, i, p, now):
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
-        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, trigger, now)
-        nscc.penalty(q, c, newly, p["rcv_cwnd_pen"])
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
         if q["rto_marked_since"] != D.NO_DEADLINE:
             _reprobe_after_timeout(T, i, now)
@@ -380,21 +390,19 @@ def on_nack(T, i, p, now):
     # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
     # data queues, so it would make RACK declare queued packets lost
     rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
-    if reason == NR_PSN_OOR_WINDOW and p["mpr"] != 0:
-        q["peer_mpr"] = p["mpr"]
+    # PSN_OOR_WINDOW: the responder dropped a PSN beyond its window; NETH has no MPR field, so the
+    # packet is simply resent (below) and the window is learnt from the SACKs' SETH mpr
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
         return
     if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
         q["trims_rx"] += 1
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
+        nscc.trim(q, T.cc[q["cc_profile"]], ent["length"], rtt, now)
         if not ev_matches:
             slot = evset.find_slot(T, i, p["entropy"])
         if slot >= 0:
             T.ev[q["ev_row"], slot]["trims"] += 1
             if reason == NR_TRIMMED:
                 evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
-    elif reason == NR_NO_BITMAP or reason == NR_NO_PKT_BUFFER or reason == NR_NO_RESOURCE:
-        nscc.congestion(q, T.cc[q["cc_profile"]], rtt, now)
 
 
 @njit_core(inline="always")
@@ -437,16 +445,21 @@ def on_rto(T, i, now):
     if q["retry_exp"] < 25 and q["retries"] > limit:
         enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
         return
+    # extension `rto_retire` (ours): every EV with data in flight is retired; without it only the
+    # EV of the oldest packet in flight, the one the timer was waiting for
     psn = q["una_psn"]
+    first = True
     while psn_diff(q["sq_psn"], psn) > 0:
         ent = tx_slot(T, q, psn)
         if ent["state"] == D.TX_INFLIGHT:
             slot = ent["ev_slot"]
             mark_lost(T, i, psn, False)
             q["losses"] += 1
-            _retire_ev_after_loss(T, i, slot, now)
+            nscc.loss(q, T.cc[q["cc_profile"]], ent["length"])
+            if first or q["rto_retire"] != 0:
+                _retire_ev_after_loss(T, i, slot, now, True)
+            first = False
         psn = psn_add(psn, 1)
-    nscc.congestion(q, T.cc[q["cc_profile"]], -1, now)
     q["rto_deadline"] = now + rto_interval(q)
     # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it
     # retired EVs (`_reprobe_after_timeout`), and let our own control packets (answers to the

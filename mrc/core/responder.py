@@ -368,8 +368,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     p["spdcid"] = q["qpn"] & 0xFFFF
     p["dpdcid"] = q["dest_qpn"] & 0xFFFF
     p["nack_psn"] = psn
-    p["cc_type"] = 2
-    p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
+    p["cc_type"] = 2  # NETH carries no MPR (docs/wire.md): the window rides on every SACK (SETH mpr)
     p["tx_timestamp"] = ts
     e = T.ev[q["ev_row"], ev_slot]
     p["ev"] = e["ev"]

@@ -20,7 +20,11 @@ ack_delay_ps            1 us            ours
 always_skip_marks       8               ours (MRC criterion not public)
 reorder_window_ps       base RTT        ours (RACK, RFC 8985 uses RTT/4; spraying
                                         over unequal queues needs more)
-ev_probe_interval_ps    100 us          ours (MRC timer values not public)
+ev_first_probe_ps       base RTT        a retired EV's first probe about one RTT
+                                        later (probes check "whether there really
+                                        was a failure", MANI): docs/protocol.md
+ev_probe_interval_ps    100 us          ours (MRC timer values not public): the
+                                        probes after the first
 probe_successes         2               ours ("enough probes succeed", MANI)
 rev_probe_interval_ps   base RTT        MANI 3.8: "each RTT"
 rev_rotate              1               ours (MANI 3.8 silent on lost control
@@ -32,14 +36,21 @@ rev_probe_miss_bad      0               ours: an unanswered reverse probe may
                                         reverse EV, so it is not a loss on ours
 rto_reprobe             1               ours: a SACK-less timeout cannot tell a
                                         forward loss from a lost SACK
+rack                    1               ours: RACK loss detection (0: RTO, trims
+                                        and probes only find losses)
+rto_retire              1               ours: an RTO retires every EV with data
+                                        in flight (0: the oldest packet's only)
 ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
                                         transmissions apart; RTTs use send times)
 ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
                                         1 ONE, 2 OBLIVIOUS, 3 REPS
 reps_buffer             8               REPS paper / UEC htsim recycle buffer
-reps_reuse              ack_every_pkts  uses of each recycled EV: one SACK stands
-                                        for that many packets (htsim's usable
-                                        lifetime with coalesced ACKs)
+reps_reuse              1               uses of each recycled EV (htsim's
+                                        ``repsMaxLifetimeEntropy``)
+reps_per_psn            1               an unmarked SACK recycles the EV of every
+                                        PSN it newly acknowledges (REPS paper: one
+                                        recycled EV per acknowledged packet); 0:
+                                        only the EV the SACK reflects
 reps_explore            16              htsim: random EVs explored after a freeze
 reps_freeze_ps          10 ms           htsim ``exit_freeze_after``
 dscp_*                  4 / 8 / 46      third-party emulator values
@@ -47,13 +58,17 @@ trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"
 ======================  ==============  =======================================
 
-NSCC profile defaults come from UET 1.0 NSCC as implemented in the UEC htsim
-(mrc-public-notes 7.2), scaled by the bandwidth-delay product ``bdp`` of the
-QP (all planes): target 0.75 x base RTT, max_cwnd 1.5 x BDP, initial window
-one BDP, gamma 0.8, max_md_jump 0.5, eta 0.15 MTU, fi 5 MTU, fi_scale 0.25,
-proportional gain 4 MTU / target, fast increase below 1 us of queuing,
-adjustment every 8 MTU or one base RTT, QuickAdapt gate 3 and threshold
-4 x target, delay EWMA 0.0125.
+NSCC profile defaults are the UE Specification 1.0.3 values (3.6.13.3, Table
+3-77) with the scaling UEC htsim applies (``UecSrc::initNsccParams``), for the
+bandwidth-delay product ``bdp`` of the QP (all planes) at ``config_base_rtt``:
+``a = bdp / (100 Gb/s x 12 us)``, ``b = target / 12 us``; target 0.75 x base RTT
+with trimming (1.0 x without), max_cwnd 1.5 x BDP, initial window MaxWnd (Table
+3-77), gamma 0.8, max_md_jump 0.5 (the smallest MD factor), eta 0.15 MTU x a,
+fi 5 MTU x a, fi_scale 0.25 x a, alpha (``pi_gain``) 4 MTU x a x b / target,
+fast increase below 1 us of queuing (htsim's "delay ~= 0"), adjustment every
+8 MTU or one base RTT, QuickAdapt gate 3 and threshold 4 x target, delay EWMA
+0.0125 with htsim's filter (unmarked samples above target count as 0.25 base
+RTT unless above 5 base RTTs).
 """
 from __future__ import annotations
 
@@ -82,12 +97,15 @@ QP_DEFAULTS = {
     "ack_delay_ps": 1 * US,
     "always_skip_marks": 8,
     "reorder_window_ps": None,  # the CC profile's base RTT
+    "ev_first_probe_ps": None,  # the CC profile's base RTT
     "ev_probe_interval_ps": 100 * US,
     "probe_successes": 2,
     "rev_probe_interval_ps": None,  # the CC profile's base RTT
     "rev_rotate": 1,
     "rev_probe_miss_bad": 0,
     "rto_reprobe": 1,
+    "rack": 1,
+    "rto_retire": 1,
     "ts_unit_ps": 8 * NS,
     "dscp_data": C.DSCP_TRIMMABLE,
     "dscp_rtx": C.DSCP_TRIMMABLE_RETX,
@@ -97,7 +115,8 @@ QP_DEFAULTS = {
     "trim_nack_dest": 1,
     "ev_policy": D.EVP_MRC,
     "reps_buffer": D.REPS_MAX_BUFFER,
-    "reps_reuse": None,  # ack_every_pkts
+    "reps_reuse": 1,
+    "reps_per_psn": 1,
     "reps_explore": 16,
     "reps_freeze_ps": 10_000 * US,
 }
@@ -119,12 +138,15 @@ QP_BOUNDS = {
     "ack_delay_ps": (0, 1 << 50),
     "always_skip_marks": (0, 65535),
     "reorder_window_ps": (0, 1 << 50),
+    "ev_first_probe_ps": (0, 1 << 50),
     "ev_probe_interval_ps": (1, 1 << 50),
     "probe_successes": (1, 255),
     "rev_probe_interval_ps": (1, 1 << 50),
     "rev_rotate": (0, 1),
     "rev_probe_miss_bad": (0, 1),
     "rto_reprobe": (0, 1),
+    "rack": (0, 1),
+    "rto_retire": (0, 1),
     "ts_unit_ps": (1, 1 << 40),
     "dscp_data": (0, 63),
     "dscp_rtx": (0, 63),
@@ -135,42 +157,56 @@ QP_BOUNDS = {
     "ev_policy": (0, len(D.EV_POLICY_NAMES) - 1),
     "reps_buffer": (1, D.REPS_MAX_BUFFER),
     "reps_reuse": (1, 255),
+    "reps_per_psn": (0, 1),
     "reps_explore": (0, 65535),
     "reps_freeze_ps": (0, 1 << 50),
 }
 
 
-def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US, **overrides) -> dict:
+# UE 1.0.3 3.6.13.3 / UEC htsim: the increase constants are defined on a reference network of
+# 100 Gb/s and a 12 us base RTT, and scaled to this one
+REF_BDP_BYTES = 100 * 10**9 * 12 // (8 * 10**6)
+REF_RTT_PS = 12 * US
+
+
+def nscc_profile(*, mtu: int = 4096, rate_bps: int = 800_000_000_000, base_rtt_ps: int = 8 * US,
+                 trimming: bool = True, **overrides) -> dict:
     """An NSCC CC-profile row (as a dict) for a QP of aggregate rate `rate_bps`.
 
+    `trimming` says whether the fabric trims (target 0.75 x base RTT) or not (1.0 x).
     Parameters derived from others (QuickAdapt threshold and proportional gain from
     ``target_delay``; initial and minimum window from ``max_cwnd``) follow an
     overridden value unless they are overridden themselves, so a profile that only
     lowers ``max_cwnd`` also starts within it.
     """
     bdp = rate_bps * base_rtt_ps // (8 * 10**12)
-    target = overrides.get("target_delay", base_rtt_ps * 3 // 4)
+    target = overrides.get("target_delay", base_rtt_ps * 3 // 4 if trimming else base_rtt_ps)
     max_cwnd = overrides.get("max_cwnd", max(3 * bdp // 2, mtu))
+    a = bdp / REF_BDP_BYTES  # scaling_a
+    b = target / REF_RTT_PS  # scaling_b
     prof = {
         "algorithm": D.CC_NSCC,
         "disable_qa": 0,
         "adjust_bytes_threshold": 8 * mtu,
         "adjust_period_threshold": base_rtt_ps,
         "base_rtt": base_rtt_ps,
-        "eta": 0.15 * mtu,
-        "fi": 5.0 * mtu,
-        "fi_scale": 0.25,
+        "eta": 0.15 * mtu * a,
+        "fi": 5.0 * mtu * a,
+        "fi_scale": 0.25 * a,
         "gamma": 0.8,
         "max_md_jump": 0.5,
         "max_cwnd": max_cwnd,
         "min_cwnd": min(mtu, max_cwnd),
-        "init_cwnd": min(max(bdp, mtu), max_cwnd),
+        "init_cwnd": max_cwnd,
         "qa_gate": 3,
         "qa_threshold": 4 * target,
         "target_delay": target,
-        "pi_gain": 4.0 * mtu / max(target, 1),
+        "pi_gain": 4.0 * mtu * a * b / max(target, 1),
         "fast_increase_delay": 1 * US,
         "delay_ewma": 0.0125,
+        "delay_filter": 1,
+        "delay_filter_low": 0.25,
+        "delay_filter_cap": 5.0,
     }
     return _checked_cc({**prof, **overrides})
 
@@ -195,6 +231,10 @@ def _checked_cc(prof: dict) -> dict:
         raise ConfigError("cc.init_cwnd", prof["init_cwnd"], f"must be within [min_cwnd, max_cwnd] = [{prof['min_cwnd']}, {prof['max_cwnd']}]")
     if not 0.0 <= prof["max_md_jump"] <= 1.0:
         raise ConfigError("cc.max_md_jump", prof["max_md_jump"], "must be within [0, 1]")
+    if not 0.0 <= prof["delay_ewma"] <= 1.0:
+        raise ConfigError("cc.delay_ewma", prof["delay_ewma"], "must be within [0, 1]")
+    if prof["delay_filter"] not in (0, 1):
+        raise ConfigError("cc.delay_filter", prof["delay_filter"], "must be 0 or 1")
     if not 0.0 <= prof["gamma"]:
         raise ConfigError("cc.gamma", prof["gamma"], "must be non-negative")
     if not 0 <= prof["qa_gate"] <= 63:
@@ -231,8 +271,8 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
         cfg["reorder_window_ps"] = base_rtt_ps
     if cfg["rev_probe_interval_ps"] is None:
         cfg["rev_probe_interval_ps"] = base_rtt_ps
-    if cfg["reps_reuse"] is None:
-        cfg["reps_reuse"] = min(cfg["ack_every_pkts"], 255) if isinstance(cfg["ack_every_pkts"], int) else 1
+    if cfg["ev_first_probe_ps"] is None:
+        cfg["ev_first_probe_ps"] = base_rtt_ps
     for key, value in cfg.items():
         lo, hi = QP_BOUNDS[key]
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:

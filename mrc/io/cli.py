@@ -2,7 +2,7 @@
 
     mrc io transfer [--bytes 64M] [--json] ...                          UDP encapsulation, loopback
     mrc io transfer --local 10.0.0.1:4791,10.0.1.1:4791 --remote ...     UDP encapsulation, any network
-    mrc io transfer --mode native --src h0 --dst h3 [--fail-link p0.t0.0:u1 --fail-at 50 --restore-at 300]
+    mrc io transfer --mode native --src h0 --dst h3 [--fail-link p0.t0.0:u1 --fail-at-ms 50 --restore-at-ms 300]
 
 Both endpoints run in this process (see `mrc.io.transfer`). Native mode needs
 the namespace fabric (``mrc fabric netns up PRESET``) and root.
@@ -13,6 +13,7 @@ import json
 import re
 import sys
 
+from mrc.cli import deprecated_spelling
 from mrc.errors import UsageError
 
 DEFAULTS = dict(base_rtt_us=1000.0, target_delay_us=4000.0, port_gbps=0.25, rto_ms=50.0, reorder_us=None,
@@ -93,10 +94,10 @@ async def run_from_args(args) -> dict:
     if args.fail_link:
         if fab is None:
             raise UsageError("--fail-link needs --mode native (a fabric link of the namespace fabric)")
-        if args.restore_at is not None and args.restore_at <= args.fail_at:
-            raise UsageError(f"--restore-at {args.restore_at} must be after --fail-at {args.fail_at}")
-        failure = FailurePlan(fab.parse_port(args.fail_link), args.fail_at / 1000,
-                              None if args.restore_at is None else args.restore_at / 1000)
+        if args.restore_at_ms is not None and args.restore_at_ms <= args.fail_at_ms:
+            raise UsageError(f"--restore-at-ms {args.restore_at_ms} must be after --fail-at-ms {args.fail_at_ms}")
+        failure = FailurePlan(fab.parse_port(args.fail_link), args.fail_at_ms / 1000,
+                              None if args.restore_at_ms is None else args.restore_at_ms / 1000)
     opts, rts = transfer_options(args)
     async with open_endpoint(da, ta) as ea, open_endpoint(db, tb) as eb:
         report = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=hosts, failure=failure)
@@ -192,8 +193,10 @@ def register(parser) -> None:
     g.add_argument("--src", default="h0", help="requester host (default h0)")
     g.add_argument("--dst", default=None, help="responder host (default: the last host)")
     g.add_argument("--fail-link", metavar="NODE:IFNAME", help="take this link down during the transfer, e.g. p0.t0.0:u1")
-    g.add_argument("--fail-at", type=float, default=50.0, metavar="MS", help="when, after the first write (default 50)")
-    g.add_argument("--restore-at", type=float, default=None, metavar="MS", help="bring it back up then (default: never)")
+    g.add_argument("--fail-at-ms", type=float, default=50.0, help="when, after the first write (default 50)")
+    g.add_argument("--restore-at-ms", type=float, default=None, help="bring it back up then (default: never)")
+    deprecated_spelling(g, "--fail-at", "--fail-at-ms", type=float)
+    deprecated_spelling(g, "--restore-at", "--restore-at-ms", type=float)
     g.add_argument("--pairs", metavar="SRC:DST,...", help="several transfers at once (each host in one pair), "
                    "e.g. h0:h2,h1:h4,h3:h5; the controller then localises the faults from their EV events")
     g.add_argument("--netem-link", metavar="NODE:IFNAME", help="with --pairs: tc netem loss on this link (both ends)")

@@ -134,6 +134,7 @@ class Endpoint:
         return self.transport.local_peer()
 
     def statistics(self) -> EndpointStatistics:
+        """An immutable `EndpointStatistics` snapshot of the endpoint's counters."""
         c = dict(self._counts)
         c["cq_overruns"] = sum(cq.overruns for cq in self._cqs)
         return EndpointStatistics(**c)

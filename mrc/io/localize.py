@@ -1,9 +1,9 @@
 """Several transfers at once across the namespace fabric, faults injected, and the controller's verdict.
 
-``mrc io transfer --mode native --pairs h0:h2,h1:h4,h3:h5 [--fail-link p0.t0.0:u1 --fail-at 150]
+``mrc io transfer --mode native --pairs h0:h2,h1:h4,h3:h5 [--fail-link p0.t0.0:u1 --fail-at-ms 150]
 [--netem-link p1.t0.2:u0 --netem-loss 5]`` runs one `mrc.io.transfer.run_transfer` per pair (each
 host in one pair: an endpoint owns its host's UDP port 4791), all in one trio loop with one clock.
-It takes the link down ``--fail-at`` ms after the last transfer's first timed write (`mrc.fabric.netns.link_down`) and puts
+It takes the link down ``--fail-at-ms`` after the last transfer's first timed write (`mrc.fabric.netns.link_down`) and puts
 ``tc netem loss`` on the other link's interfaces (both ends; an nftables egress rule that drops at
 random where the kernel has no netem) for the whole run. Then the localiser
 (`mrc.ctl_localize`) reads what the endpoints' controllers saw, the EV events of every QP and the
@@ -148,9 +148,9 @@ async def run_several(args) -> dict:
                 reports[k] = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=pairs[k], started=started[k])
 
             async def fail():
-                for s in started:  # --fail-at counts from the first write, as for one transfer: of the last to start
+                for s in started:  # --fail-at-ms counts from the first write, as for one transfer: of the last to start
                     await s.wait()
-                await trio.sleep(args.fail_at / 1000)
+                await trio.sleep(args.fail_at_ms / 1000)
                 faults["down"] = {"link": fab.topo.port_name(fail_port), "where": netns.link_down(fab, fail_port),
                                   "t_ps": eps[0][0].now()}
 

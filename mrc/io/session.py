@@ -85,11 +85,11 @@ def setup_cc(dev: Device, *, algorithm: str, base_rtt_us: float, window_bytes: i
         raise UsageError(f"base_rtt_us = {base_rtt_us!r}: must be in [1, 1e6] microseconds")
     if algorithm not in ("nscc", "none"):
         raise UsageError(f"cc = {algorithm!r}: one of nscc, none")
-    cfg = {"base_rtt": int(base_rtt_us * 1000)}
+    cfg = {"base_rtt_ns": int(base_rtt_us * 1000)}
     if target_delay_us is not None and algorithm == "nscc":
         if not 1 <= target_delay_us <= 1e6:
             raise UsageError(f"target_delay_us = {target_delay_us!r}: must be in [1, 1e6] microseconds")
-        cfg["target_delay"] = int(target_delay_us * 1000)
+        cfg["target_delay_ns"] = int(target_delay_us * 1000)
     if algorithm == "none":
         if not window_bytes or window_bytes < dev.mtu:
             raise UsageError(f"window = {window_bytes!r}: a fixed window needs at least one MTU ({dev.mtu} B)")

@@ -185,6 +185,8 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     }
     if failure is not None:
         report["failure"] = _failure_report(fabric, failure, fail_info, failed_evs, events, trace, conn.qa, t0)
+    if conn.qa.state not in ("ERROR", "RESET") and (budget.cancelled_caught or not verified):
+        conn.qa.modify("ERROR")  # what is still posted is flushed (WR_FLUSH_ERR), so its region can go
     mr_a.deregister()
     mr_b.deregister()
     if warm_error is not None:
@@ -205,7 +207,7 @@ async def probe_paths(ep: Endpoint, peer, timeout_s: float) -> dict:
     batch = ep.device.ctl.ep_batch_send("EV_PROBE", reqs, now=ep.now(), rsp_timeout_ns=int(timeout_s * 1e9))
     ep.wakeup()
     await ep.wait_condition(lambda: batch.done or batch.timed_out)
-    rtt = {r.req_id: r.rtt / 1e6 for r in batch.responses}
+    rtt = {r.req_id: r.rtt_ns / 1e6 for r in batch.responses}
     return {f"{e['ev']:#010x}": rtt.get(k) for k, e in enumerate(evs)}
 
 

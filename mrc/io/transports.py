@@ -63,6 +63,7 @@ class Peer:
 
     @classmethod
     def fabric_host(cls, topo, host: int, udp_port: int = ROCEV2_UDP_PORT) -> "Peer":
+        """Host `host` of a `mrc.fabric` topology: its address on every plane, UDP port `udp_port`."""
         return cls(tuple((str(topo.host_address(host, p)), udp_port) for p in range(topo.n_planes)), host)
 
     def sent(self, port: int, src: "Peer") -> bool:
@@ -135,6 +136,7 @@ class UdpEncap:
 
     @property
     def ports(self) -> int:
+        """The number of NIC ports (one socket address each)."""
         return len(self.local)
 
     async def open_sockets(self) -> None:
@@ -147,18 +149,22 @@ class UdpEncap:
             self.local[k] = parse_addr(sock.getsockname()[:2])
 
     def rx_sockets(self):
+        """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
         return list(enumerate(self.socks))
 
     def local_peer(self) -> Peer:
+        """This side's addresses, as the `Peer` a remote QP connects to."""
         return Peer(tuple(self.local))
 
     def register(self, peer: Peer) -> None:
+        """Know `peer`'s addresses, so that packets from them are attributed to it."""
         for p, a in enumerate(peer.addrs):
             if a is not None:
                 self._peers[(p, a)] = peer
         self._sources.clear()  # a source seen before may now belong to this peer
 
     def frame(self, out):
+        """(socket index, datagram bytes, destination) for an `OutPacket`, or None when it cannot be addressed."""
         p = out.port - 1
         peer = out.dest
         if not isinstance(peer, Peer) or p >= len(peer.addrs) or peer.addrs[p] is None or p >= self.ports:
@@ -174,6 +180,7 @@ class UdpEncap:
         return p, self.codec.encode(out.pkt, net, out.payload), peer.addrs[p]
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
+        """(PKT row, payload, sender `Peer`) of a received datagram; raises `DecodeError` for anything else."""
         pkt, payload = self.codec.decode_untrusted(data, port)
         peer = self._sources.get((port, addr[:2]))
         if peer is None:
@@ -185,6 +192,7 @@ class UdpEncap:
         return pkt, payload, peer
 
     def close(self) -> None:
+        """Close the sockets."""
         for s in self.socks:
             s.close()
 
@@ -216,9 +224,11 @@ class NativeSrv6:
 
     @property
     def ports(self) -> int:
+        """The number of NIC ports (one socket address each)."""
         return self.topo.n_planes
 
     async def open_sockets(self) -> None:
+        """Create the sockets (and bind or join the host's namespace) before the endpoint starts."""
         try:
             raw = Datagram.open(_socket.AF_INET6, _socket.SOCK_RAW, _socket.IPPROTO_RAW, netns=self.netns)
         except PermissionError:
@@ -240,15 +250,19 @@ class NativeSrv6:
         raw.tune()
 
     def rx_sockets(self):
+        """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
         return list(enumerate(self.socks[: len(self.local)]))
 
     def local_peer(self) -> Peer:
+        """This side's addresses, as the `Peer` a remote QP connects to."""
         return Peer.fabric_host(self.topo, self.host, self.udp_port)
 
     def register(self, peer: Peer) -> None:
+        """Know `peer`'s addresses, so that packets from them are attributed to it."""
         pass  # peers are fabric hosts: found by address
 
     def frame(self, out):
+        """(socket index, datagram bytes, destination) for an `OutPacket`, or None when it cannot be addressed."""
         p, peer, ev = out.port - 1, out.dest, int(out.pkt["ev"])
         if not isinstance(peer, Peer) or peer.host is None or p >= self.ports:
             return None
@@ -276,6 +290,7 @@ class NativeSrv6:
         return len(self.socks) - 1, self.codec.encode(out.pkt, net, out.payload), dest
 
     def unframe_untrusted(self, port: int, data: bytes, ancdata, addr):
+        """(PKT row, payload, sender `Peer`) of a received datagram; raises `DecodeError` for anything else."""
         flowinfo = tclass = 0
         for level, kind, value in ancdata:
             if level == _socket.IPPROTO_IPV6 and kind == IPV6_FLOWINFO and len(value) >= 4:
@@ -302,6 +317,7 @@ class NativeSrv6:
         return pkt, payload, source[1]
 
     def close(self) -> None:
+        """Close the sockets."""
         for s in self.socks:
             s.close()
 

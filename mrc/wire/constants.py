@@ -22,6 +22,8 @@ ENDPOINT_QPN = 0x2  # reserved QP number of connectionless endpoint operations (
 
 
 class Opcode(enum.IntEnum):
+    """BTH opcodes: the RoCEv2 RC ones (IBTA) and MRC's own (RDMA Write family, SACK, NACK, probe, endpoint)."""
+
     # --- standard RoCEv2 RC (IBTA) -------------------------------------------
     RC_SEND_FIRST = 0x00
     RC_SEND_MIDDLE = 0x01
@@ -65,6 +67,8 @@ MRC_IMM_OPCODES = frozenset({Opcode.MRC_WRITE_LAST_IMM, Opcode.MRC_WRITE_ONLY_IM
 
 
 class NackReason(enum.IntEnum):
+    """NETH ``nack_reason`` values."""
+
     TRIMMED = 0x01
     TRIMMED_LASTHOP = 0x02
     NO_BITMAP = 0x06
@@ -83,6 +87,8 @@ class SackM(enum.IntEnum):
 
 
 class EndpointOp(enum.IntEnum):
+    """Endpoint request operations (ERTH ``op``)."""
+
     PORT_STATUS_UPDATE = 0
     EV_PROBE = 1
 

@@ -41,6 +41,7 @@ class DscpTable:
 
     @classmethod
     def from_dict(cls, d: dict) -> "DscpTable":
+        """A table from a mapping of its field names (TOML), refusing unknown keys."""
         names = {f.name for f in dataclasses.fields(cls)}
         for k in d:
             if k not in names:
@@ -48,6 +49,7 @@ class DscpTable:
         return cls(**d)
 
     def dscp_of(self, cls: DscpClass) -> int:
+        """The DSCP value that marks traffic class `cls`."""
         return {
             DscpClass.DATA: self.data,
             DscpClass.RETX: self.retx,
@@ -58,9 +60,11 @@ class DscpTable:
         }[DscpClass(cls)]
 
     def class_of(self, dscp: int) -> DscpClass:
+        """The traffic class a received DSCP value means."""
         return DscpClass(int(self.classes[dscp]))
 
     def trim_of(self, dscp: int) -> Trim:
+        """Whether a packet with this DSCP was trimmed (and where)."""
         cls = self.class_of(dscp)
         if cls == DscpClass.TRIMMED:
             return Trim.TRIMMED

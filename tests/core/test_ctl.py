@@ -346,7 +346,7 @@ def test_cc_profile_state_machine():
     c.modify_cc_profile(1, algorithm="uet-1.0-nscc", state="OFFLINE")
     with pytest.raises(UsageError, match="CONFIG is required to go ONLINE"):
         c.modify_cc_profile(1, state="ONLINE")
-    c.modify_cc_profile(1, config={"base_rtt": 4000}, state="ONLINE")
+    c.modify_cc_profile(1, config={"base_rtt_ns": 4000}, state="ONLINE")
     with pytest.raises(UsageError, match="ALGORITHM cannot change while ONLINE"):
         c.modify_cc_profile(1, algorithm=None)
     c.modify_ev_profile(1, mode="AUTO", count=8, min_active=2, event_mask=0, state="OFFLINE")
@@ -364,24 +364,33 @@ def test_cc_profile_state_machine():
 def test_nscc_config_in_ns_becomes_the_core_row_in_ps():
     dev = Device()
     c = dev.ctl
-    cfg = {"disable_qa": 1, "adjust_bytes_threshold": 65536, "adjust_period_threshold": 6000, "base_rtt": 5000,
+    cfg = {"disable_qa": 1, "adjust_bytes_threshold": 65536, "adjust_period_threshold_ns": 6000, "base_rtt_ns": 5000,
            "eta": 512.0, "fi": 8192.0, "fi_scale": 0.5, "gamma": 0.7, "max_md_jump": 0.4, "max_cwnd": 200_000,
-           "qa_gate": 2, "qa_threshold": 12_000, "target_delay": 3000}
+           "qa_gate": 2, "qa_threshold_ns": 12_000, "target_delay_ns": 3000}
     c.modify_cc_profile(4, algorithm="uet-1.0-nscc", config=cfg, state="OFFLINE")
     c.modify_cc_profile(4, state="ONLINE")
     row = dev.T.cc[c._cc_row(4)]
-    ps = {k: cfg[k] * 1000 for k in ("adjust_period_threshold", "base_rtt", "qa_threshold", "target_delay")}
-    for key, value in {**cfg, **ps}.items():
+    ps = {k[:-3]: v * 1000 for k, v in cfg.items() if k.endswith("_ns")}
+    for key, value in {**{k: v for k, v in cfg.items() if not k.endswith("_ns")}, **ps}.items():
         assert row[key] == pytest.approx(value), key
-    c.modify_cc_profile(4, config={**cfg, "target_delay": 2500})  # CONFIG while ONLINE (MODIFY_ONLINE)
+    c.modify_cc_profile(4, config={**cfg, "target_delay_ns": 2500})  # CONFIG while ONLINE (MODIFY_ONLINE)
     assert row["target_delay"] == 2_500_000
-    for bad, match in (({"base_rtt": 2.5}, "base_rtt = 2.5 must be a non-negative integer \\(ns\\)"),
-                       ({"window": 3}, "unknown config field 'window'"),
+    for bad, match in (({"base_rtt_ns": 2.5}, "base_rtt_ns = 2.5 must be a non-negative integer"),
+                       ({"window": 3}, "unknown config field 'window' \\(known: .*base_rtt_ns"),
                        ({"max_md_jump": 2.0}, "cc.max_md_jump = 2.0"),
-                       ({"base_rtt": 0}, "cc.base_rtt = 0")):
+                       ({"base_rtt_ns": 0}, "cc.base_rtt = 0"),
+                       ({"base_rtt_ns": 10, "base_rtt": 10}, "gives both base_rtt_ns and base_rtt")):
         with pytest.raises(UsageError, match=match):
             c.modify_cc_profile(4, config=bad)
     assert row["target_delay"] == 2_500_000  # refused configs change nothing
+
+
+def test_cc_config_time_fields_without_their_unit_still_work_and_warn():
+    c = Device().ctl
+    c.modify_cc_profile(1, algorithm="uet-1.0-nscc", state="OFFLINE")
+    with pytest.warns(DeprecationWarning, match="'target_delay' is deprecated; use target_delay_ns"):
+        c.modify_cc_profile(1, config={"base_rtt_ns": 5000, "target_delay": 3000}, state="ONLINE")
+    assert c.query_cc_profile(1)["config"]["target_delay"] == 3_000_000
 
 
 def test_algorithm_none_needs_max_cwnd_and_keeps_a_fixed_window(make_two_devices):
@@ -389,7 +398,7 @@ def test_algorithm_none_needs_max_cwnd_and_keeps_a_fixed_window(make_two_devices
     for dev in (env.a, env.b):
         dev.ctl.modify_cc_profile(2, algorithm=None, state="OFFLINE")
         with pytest.raises(UsageError, match="algorithm none needs max_cwnd"):
-            dev.ctl.modify_cc_profile(2, config={"base_rtt": 8000})
+            dev.ctl.modify_cc_profile(2, config={"base_rtt_ns": 8000})
         dev.ctl.modify_cc_profile(2, config={"max_cwnd": 3 * MTU}, state="ONLINE")
     cqa, cqb = env.a.create_cq(), env.b.create_cq()
     qa, qb = env.a.create_qp(cqa), env.b.create_qp(cqb)
@@ -415,7 +424,7 @@ def test_ev_probe_measures_the_rtt_between_two_devices(make_two_devices):
     reqs = [EpRequest(1, "B", 1, 0x1234), EpRequest(2, "B", 2, 0x5678)]
     batch = env.a.ctl.ep_batch_send("EV_PROBE", reqs, now=env.net.now, rsp_timeout_ns=100_000)
     assert env.net.run(lambda: batch.done)
-    assert sorted((r.req_id, r.port, r.rtt) for r in batch.responses) == [(1, 1, 6000), (2, 2, 6000)]
+    assert sorted((r.req_id, r.port, r.rtt_ns) for r in batch.responses) == [(1, 1, 6000), (2, 2, 6000)]
     assert not batch.timed_out
     env.net.drop = lambda rec: rec.src == "B"  # no answers: the batch times out
     lost = env.a.ctl.ep_batch_send("EV_PROBE", [EpRequest(3, "B", 1, 0x1234)], now=env.net.now, rsp_timeout_ns=50_000)

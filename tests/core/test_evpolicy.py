@@ -151,7 +151,8 @@ def test_reps_reuses_a_recycled_ev_as_many_times_as_one_sack_stands_for():
     evpolicy.feedback(pair.T, 0, 5, evpolicy.FB_GOOD, 0)
     evpolicy.feedback(pair.T, 0, 6, evpolicy.FB_GOOD, 0)
     assert [select(pair) for _ in range(6)] == [5, 5, 5, 6, 6, 6]
-    assert int(Pair(ev_policy="REPS", ack_every_pkts=4).qp(0)["reps_reuse"]) == 4  # default: ack_every_pkts
+    q = Pair(ev_policy="REPS", ack_every_pkts=4).qp(0)
+    assert int(q["reps_reuse"]) == 1 and int(q["reps_per_psn"]) == 1  # defaults: htsim's lifetime 1, per PSN
 
 
 def test_reps_buffer_keeps_the_newest_entries():
@@ -161,27 +162,78 @@ def test_reps_buffer_keeps_the_newest_entries():
     assert [select(pair) for _ in range(4)] == [6, 7, 8, 9]
 
 
-def test_reps_freezes_after_a_loss_reuses_the_cache_then_explores():
+def test_reps_freezes_after_a_timeout_reuses_the_cache_admits_good_evs_then_explores():
     freeze = 50 * US
     pair = reps_pair(reps_buffer=4, reps_explore=16, reps_freeze_ps=freeze)
     T = pair.T
     for slot in (3, 4, 5):
         evpolicy.feedback(T, 0, slot, evpolicy.FB_GOOD, 0)
-    evpolicy.feedback(T, 0, 3, evpolicy.FB_LOSS, 10)
+    evpolicy.feedback(T, 0, 3, evpolicy.FB_TIMEOUT, 10)
     q = pair.qp(0)
     assert q["reps_frozen"] == 1
-    evpolicy.feedback(T, 0, 20, evpolicy.FB_GOOD, 11)  # no learning while frozen
-    assert [select(pair, 12) for _ in range(7)] == [3, 4, 5, 3, 4, 5, 3]  # the cache, in turn, fresh or not
+    evpolicy.feedback(T, 0, 20, evpolicy.FB_GOOD, 11)  # still admitted while frozen (htsim)
+    assert int(q["reps_n"]) == 4
+    assert [select(pair, 12) for _ in range(9)] == [3, 4, 5, 20, 3, 4, 5, 20, 3]  # the cache in turn, fresh or not
     # the freeze ends: the buffer is emptied and 16 random EVs are explored
     assert select(pair, 10 + freeze) >= 0
     assert q["reps_frozen"] == 0 and int(q["reps_n"]) == 0
     assert int(q["reps_explore_left"]) == 15
     evpolicy.feedback(T, 0, 7, evpolicy.FB_GOOD, 20 + freeze)
-    evpolicy.feedback(T, 0, 7, evpolicy.FB_LOSS, 20 + freeze)  # exploring: a loss does not freeze
+    evpolicy.feedback(T, 0, 7, evpolicy.FB_TIMEOUT, 20 + freeze)  # exploring: a timeout does not freeze
     assert q["reps_frozen"] == 0
     picks = [select(pair, 30 + freeze) for _ in range(15)]
     assert int(q["reps_explore_left"]) == 0
     assert select(pair, 40 + freeze) == 7  # exploring over: the recycled EV again
+
+
+def _slot_of_ev(pair, ev, i=0):
+    return int(evset.find_slot(pair.T, i, int(ev)))
+
+
+@pytest.mark.parametrize("per_psn", [1, 0])
+def test_reps_an_unmarked_coalesced_sack_recycles_every_psn_it_acknowledges(per_psn):
+    pair = reps_pair(ack_every_pkts=4, ack_every_bytes=1 << 30, reps_per_psn=per_psn)
+    pair.post_write(0, 4 * MTU)
+    pkts = [p for _, p in pair.collect(0)]
+    assert len(pkts) == 4
+    for p in pkts:
+        pair.deliver(1, p)
+    (sack,) = [p for _, p in pair.collect(1)]  # one SACK for the four packets
+    pair.deliver(0, sack)
+    q = pair.qp(0)
+    if per_psn:
+        assert int(q["reps_n"]) == 4
+        assert [int(q["reps_buf"][j]) for j in range(4)] == [_slot_of_ev(pair, p["ev"]) for p in pkts]
+    else:
+        assert int(q["reps_n"]) == 1 and int(q["reps_buf"][0]) == _slot_of_ev(pair, pkts[3]["ev"])
+
+
+def test_reps_a_marked_sack_recycles_nothing():
+    pair = reps_pair(ack_every_pkts=4, ack_every_bytes=1 << 30)
+    pair.post_write(0, 4 * MTU)
+    pkts = [p for _, p in pair.collect(0)]
+    pkts[3]["ecn"] = 3
+    for p in pkts:
+        pair.deliver(1, p)
+    for _, s in pair.collect(1):
+        pair.deliver(0, s)
+    assert int(pair.qp(0)["reps_n"]) == 0
+
+
+def test_reps_a_rack_loss_does_not_freeze_a_timeout_does():
+    pair = reps_pair(ack_every_pkts=1, cc=setup.fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 8 * MTU)
+    pkts = [p for _, p in pair.collect(0)]
+    for p in pkts[1:]:  # PSN 0 lost: the later ones overtake it, RACK declares it lost
+        pair.deliver(1, p)
+    for _, s in pair.collect(1):
+        pair.deliver(0, s)
+    q = pair.qp(0)
+    pair.advance(pair.now + 100 * US)
+    assert int(q["losses"]) >= 1 and q["reps_frozen"] == 0
+    pair.collect(0)  # the retransmission, lost too
+    pair.advance(pair.now + 10_000 * US)  # the retransmission timeout
+    assert int(q["rtx_timeouts"]) >= 1 and q["reps_frozen"] == 1
 
 
 def test_reps_transfer_recycles_unmarked_evs_and_avoids_marked_ones():

@@ -114,3 +114,19 @@ def test_the_harness_catches_a_data_packet_on_a_bad_ev():
     pair.T.ev[0, slot]["state"] = D.EV_ASSUMED_BAD  # as if a mutant core had sent on it
     with pytest.raises(InvariantError, match="in state ASSUMED_BAD"):
         pair._check_send(0, kind, pair.out[0].copy())
+
+
+def test_result_reports_the_transfer_in_microseconds_gigabits_and_bytes():
+    pair = Pair(network=Network(default=PathFault(loss=0.05)), seed=1)
+    assert pair.transfer(1 << 20)
+    r = pair.result()
+    (c,) = r.completions
+    assert (c.qp, c.wr_id, c.status, c.byte_len, c.imm_data) == (0, 1, "SUCCESS", 1 << 20, None)
+    (raw,) = pair.completions()
+    assert c.time_us == int(raw["time"]) / 1e6 and r.time_us == pair.now / 1e6
+    assert (r.completed, r.failed, r.bytes_written) == (1, 0, 1 << 20)
+    assert r.goodput_gbps == pytest.approx((1 << 20) * 8 / (c.time_us * 1e3))
+    q = pair.qp(0)
+    assert r.retransmissions == int(q["rtx_pkts"]) > 0 and r.data_packets == int(q["tx_pkts"]) - int(q["rtx_pkts"]) == 256
+    assert r.counters["losses"] == r.losses > 0
+    assert "1048576 B in" in str(r) and "Gb/s" in str(r)

@@ -92,6 +92,24 @@ def test_psn_beyond_the_window_gets_psn_oor_window():
     assert pair.qp(1)["rx_oor"] == 1
 
 
+def test_an_oor_nack_means_the_same_after_the_wire():
+    # the responder's NACK record carries only what NETH carries: encoding and decoding it gives
+    # the same fields, so a NACK means the same in the emulator (records) and on the wire
+    from mrc.wire import codec
+    from mrc.wire.records import NET
+    pair = Pair(mpr_dest=1, cc=fixed_window_profile(window_bytes=1 << 30))
+    pkts = data_packets(pair, 130)
+    pair.deliver(1, pkts[128])
+    (n,) = only(pair.collect(1), Opcode.MRC_RELIABILITY_NACK)
+    assert n["mpr"] == 0
+    net = np.zeros(1, dtype=NET)
+    net[0]["ip_version"], net[0]["dport"] = 6, 4791
+    got, _, _ = codec.decode(codec.encode(n, net))
+    for field in ("nack_reason", "nack_psn", "entropy", "spdcid", "dpdcid", "cc_type", "mpr", "tx_timestamp",
+                  "dqpn", "psn"):
+        assert got[field] == n[field], field
+
+
 def test_write_outside_the_registered_region_is_refused():
     pair = Pair(emulate_access=0)
     T = pair.T

@@ -49,7 +49,7 @@ def test_unknown_attribute_and_table_limits():
 def test_nscc_profile_scales_with_the_bandwidth_delay_product():
     prof = setup.nscc_profile(mtu=4096, rate_bps=800 * 10**9, base_rtt_ps=10 * US)
     bdp = 800 * 10**9 * 10 * US // (8 * 10**12)
-    assert prof["init_cwnd"] == bdp and prof["max_cwnd"] == 3 * bdp // 2
+    assert prof["init_cwnd"] == prof["max_cwnd"] == 3 * bdp // 2  # UE 1.0.3 Table 3-77: cwnd starts at MaxWnd
     assert prof["target_delay"] == 7_500_000 and prof["qa_threshold"] == 4 * prof["target_delay"]
     assert prof["algorithm"] == D.CC_NSCC
     with pytest.raises(ConfigError) as e:
@@ -74,7 +74,8 @@ def test_nscc_profile_derived_values_follow_overrides():
     assert p["max_cwnd"] == 16384 and p["init_cwnd"] == 16384 and p["min_cwnd"] == 4096
     # QuickAdapt threshold and proportional gain follow an overridden target delay.
     p = setup.nscc_profile(mtu=4096, base_rtt_ps=8 * US, target_delay=2 * US)
-    assert p["qa_threshold"] == 8 * US and p["pi_gain"] == 4.0 * 4096 / (2 * US)
+    a, b = (800 * 10**9 * 8 * US // (8 * 10**12)) / setup.REF_BDP_BYTES, 2 * US / setup.REF_RTT_PS
+    assert p["qa_threshold"] == 8 * US and p["pi_gain"] == pytest.approx(4.0 * 4096 * a * b / (2 * US))
     # An explicit initial window outside [min_cwnd, max_cwnd] is refused, naming the key.
     with pytest.raises(ConfigError, match="cc.init_cwnd"):
         setup.nscc_profile(max_cwnd=16384, init_cwnd=65536)

@@ -75,6 +75,27 @@ def test_degrade_runs_link_at_a_quarter_rate():
     assert 3.8 < ratio < 4.05
 
 
+@pytest.mark.parametrize("scale", [True, False])
+def test_degrade_scales_the_queue_and_ecn_thresholds_as_htsim_failed(scale):
+    # htsim's -failed (fat_tree_topology.cpp) runs a failed link at a fraction of its speed with its
+    # queue size and ECN thresholds scaled by the same ratio; scale_queue = false keeps the full queue
+    wl = {"kind": "flows", "flows": [flow(4, 0, 1_000_000), flow(8, 0, 1_000_000), flow(12, 0, 1_000_000)]}
+    down = int(scenario.parse(make(workload=wl), "t").topo.port["peer"].tolist().index(0))  # the T0 port to h0
+    data = make(workload=wl, transport=LOSSY,
+                failures=[{"kind": "degrade", "at_us": 0.0, "rate_fraction": 0.25, "port": down,
+                           "scale_queue": scale}])
+    r, s, simu = run(data)
+    sc = simu.sc
+    limit = sc.switch.queue_bytes
+    assert simu.E.port[down]["qscale"] == (0.25 if scale else 1.0)
+    peak = r.port_stats["max_bytes0"][down]
+    if scale:
+        assert limit * 0.25 - 5000 < peak <= limit * 0.25
+    else:
+        assert peak > limit * 0.5
+    assert s["flows"]["completed"] == 3
+
+
 def test_degrade_a_whole_switch():
     data = make(workload=_perm(), failures=[{"kind": "degrade", "at_us": 0.0, "rate_fraction": 0.25,
                                               "switch": "p0.t1.0"}])
@@ -115,6 +136,8 @@ def test_switch_reboot_takes_all_links_down_for_a_while():
     ({"kind": "melt", "at_us": 1.0, "port": 3}, "failures[0].kind"),
     ({"kind": "gray-loss", "at_us": 1.0, "port": 3, "probability": 1.5}, "failures[0].probability"),
     ({"kind": "degrade", "at_us": 1.0, "port": 3}, "failures[0].rate_fraction"),
+    ({"kind": "degrade", "at_us": 1.0, "port": 3, "rate_fraction": 0.5, "scale_queue": "yes"},
+     "failures[0].scale_queue"),
     ({"kind": "flap", "at_us": 1.0, "port": 3, "period_us": 10.0, "down_us": 10.0}, "failures[0].down_us"),
     ({"kind": "switch-reboot", "at_us": 1.0, "switch": "h3", "duration_us": 5.0}, "failures[0].switch"),
     ({"kind": "nic-port-down", "at_us": 1.0, "host": 99}, "failures[0].host"),

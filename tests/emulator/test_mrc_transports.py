@@ -119,9 +119,11 @@ def test_spray_cycles_obliviously_and_keeps_no_path_health():
 def test_spray_counts_are_even_without_losses():
     r, s, simu = run(make(topology=LS2, transport={"name": "spray", "ev_count": 16},
                           workload={"kind": "flows", "flows": [flow(0, 12, 2_000_000)]}))
-    assert s["counters"]["retransmissions"] == 0
+    assert s["counters"]["retransmissions"] == 0 and s["counters"]["ecn_marks"] == 0
     _, _, row = next(_requesters(simu))
-    assert row["tx_pkts"].max() - row["tx_pkts"].min() <= 1
+    # data packets take the EVs in turn; a reliability probe (sent while the window is full and no
+    # SACK has come for a while) takes one turn too
+    assert row["tx_pkts"].max() - row["tx_pkts"].min() <= 1 + min(s["counters"]["probes"], 1)
 
 
 def test_reps_recycles_evs_whose_acks_came_back_unmarked():
@@ -136,21 +138,28 @@ def test_reps_recycles_evs_whose_acks_came_back_unmarked():
     assert q["reps_n"] == q["reps_buffer"] == 8  # the buffer filled
     tx = np.sort(row["tx_pkts"])[::-1]
     total = int(tx.sum())
-    # the 16 most-used EVs carry most of the packets (spray: 16/64 of them)
-    assert tx[:16].sum() > 0.6 * total
+    # the 16 most-used EVs carry about half the packets (spray: 16/64 of them)
+    assert tx[:16].sum() > 0.45 * total
     r2, s2, simu2 = run(make(topology=wide, transport={"name": "spray", "ev_count": 64}, workload=wl))
     _, _, row2 = next(_requesters(simu2))
     assert np.sort(row2["tx_pkts"])[::-1][:16].sum() < 0.3 * total
 
 
-def test_reps_freezes_after_a_loss_without_trim():
+@pytest.mark.parametrize("timeout", [8, 3])
+def test_reps_freezes_on_timeouts_not_on_rack_losses(timeout):
+    # timeout 8 (262 us): RACK finds every loss on the dead link; timeout 3 (8 us): timeouts fire too
     wl = _perm(1_000_000)
-    r, s, simu = run(make(topology=LS2, transport={"name": "reps"}, workload=wl, seed=1, failures=FAIL,
-                          switch={"trim": False}))
+    r, s, simu = run(make(topology=LS2, transport={"name": "reps", "timeout": timeout}, workload=wl, seed=1,
+                          failures=FAIL, switch={"trim": False}))
     assert s["flows"]["completed"] == 16
-    frozen = [simu.T.core.qp[qp]["reps_unfreeze"] for f, qp, row in _requesters(simu)]
-    # losses on the dead link froze some QPs (reps_unfreeze is set until the freeze ends)
-    assert any(u != D.NO_DEADLINE for u in frozen)
+    qps = [simu.T.core.qp[qp] for f, qp, row in _requesters(simu)]
+    # a freeze lasts 10 ms, longer than the run: reps_unfreeze is still set on every QP that froze
+    frozen = [q["reps_unfreeze"] != D.NO_DEADLINE for q in qps]
+    assert frozen == [q["rtx_timeouts"] > 0 for q in qps]  # frozen exactly where a timeout fired
+    if timeout == 8:
+        assert any(q["losses"] > 0 and not fz for q, fz in zip(qps, frozen))  # RACK losses alone: no freeze
+    else:
+        assert any(frozen)
 
 
 def test_ar_takes_the_least_loaded_uplink():
@@ -236,6 +245,26 @@ def test_link_failure_evs_assumed_bad_traffic_steered_reroute_recorded(tmp_path)
     rows = (tmp_path / "ev_events.csv").read_text().splitlines()
     assert rows[0].split(",") == ["t_us", "qp", "flow", "role", "host", "ev", "plane", "state", "drop_count"]
     assert len(rows) == len(ev) + 1 and "ASSUMED_BAD" in rows[1]
+
+
+def test_a_retired_ev_is_replaced_by_a_backup_of_the_same_plane():
+    # 8 EVs per plane of which 4 active: the EVs through the dead link are retired and a backup of
+    # their own plane takes each one's place, so the plane keeps its 4 active EVs and sprays on
+    tp = {"name": "mrc", "ev_count": 16, "ev_active_target": 8}
+    r, s, simu = run(make(topology=LS2, transport=tp, workload=_perm(1_000_000), seed=1, failures=FAIL))
+    assert s["flows"]["completed"] == 16
+    replaced = 0
+    for f, qp, row in _requesters(simu):
+        for plane in (0, 1):
+            mine = row[row["plane"] == plane]
+            if len(mine) < 8 or not (mine["state"] == D.EV_ASSUMED_BAD).any():
+                continue
+            bad = mine[mine["state"] == D.EV_ASSUMED_BAD]
+            assert not bad["active"].any()
+            assert int(((mine["state"] == D.EV_GOOD) & (mine["active"] == 1)).sum()) == 4
+            assert int((mine["tx_pkts"] > 0).sum()) >= 4 + len(bad)  # the promoted backups carried data
+            replaced += 1
+    assert replaced > 0
 
 
 def test_nic_port_down_updates_the_peer_and_costs_one_plane():

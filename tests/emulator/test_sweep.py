@@ -135,7 +135,7 @@ def test_a_failing_cell_is_recorded_and_the_rest_complete(tmp_path, scheduler, c
     out = tmp_path / "sw"
     # size 0 is not a valid flow size: those cells raise on the worker; a huge flow passes the time limit
     assert main(["emu", "sweep", str(p), "--seeds", "1-2", "--grid", "workload.size_bytes=20000,0,5000000000",
-                 "--set", "engine.chunk_events=1000", "--cell-timeout", "1.5", "--scheduler", scheduler,
+                 "--set", "engine.chunk_events=1000", "--cell-timeout-s", "1.5", "--scheduler", scheduler,
                  "--out", str(out), "--no-plots", "--no-progress"]) == 1
     df = pd.read_parquet(out / "sweep.parquet")
     by = {v: g for v, g in df.groupby("workload.size_bytes")}
@@ -306,7 +306,7 @@ def test_bad_sweep_arguments_exit_2_naming_them(tmp_path, capsys):
     assert "switch.bufer" in capsys.readouterr().err
     assert main(["emu", "sweep", str(p), "--seeds", "9-1", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--workers", "0", "--out", str(tmp_path / "o")]) == 2
-    assert main(["emu", "sweep", str(p), "--cell-timeout", "-1", "--out", str(tmp_path / "o")]) == 2
+    assert main(["emu", "sweep", str(p), "--cell-timeout-s", "-1", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
     assert "--scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
 

@@ -55,7 +55,7 @@ def several(*argv: str) -> dict:
 def test_the_localiser_names_the_down_link_and_blames_nothing_healthy(fab):
     # h0 -> h3, h1 -> h6 and h2 -> h4 leave leaf 0 (through p0.t0.0's uplink 1 on their EV 0x40000000);
     # h1 -> h6 and h5 -> h7 reach leaf 2 through p1.t1.0 (the lossy link) on their EV 0x80000000
-    r = several("--pairs", "h0:h3,h1:h6,h2:h4,h5:h7", "--bytes", "32M", "--fail-link", "p0.t0.0:u1", "--fail-at",
+    r = several("--pairs", "h0:h3,h1:h6,h2:h4,h5:h7", "--bytes", "32M", "--fail-link", "p0.t0.0:u1", "--fail-at-ms",
                 "150", "--netem-link", "p1.t0.2:u0", "--netem-loss", "5")
     assert r["verified"], [t.get("error") for t in r["transfers"]]
     assert len(r["faults"]["netem"]["where"]) == 2 and r["faults"]["down"]["link"] == "p0.t0.0:up1"

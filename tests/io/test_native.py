@@ -54,8 +54,8 @@ def test_a_native_transfer_crosses_the_fabric_byte_exact(fab, src, dst, n_ev):
 
 def test_a_spine_link_failing_mid_transfer(fab):
     """p0.t0.0 uplink 1 (to p0.t1.1) goes down at 150 ms and comes back at 700 ms."""
-    r = transfer("--src", "h0", "--dst", "h3", "--bytes", "24M", "--fail-link", "p0.t0.0:u1", "--fail-at", "150",
-                 "--restore-at", "700")
+    r = transfer("--src", "h0", "--dst", "h3", "--bytes", "24M", "--fail-link", "p0.t0.0:u1", "--fail-at-ms", "150",
+                 "--restore-at-ms", "700")
     assert r["verified"], r.get("error")
     f = r["failure"]
     assert f["link"] == "p0.t0.0:up1 <-> p0.t1.1:down0" and "note" not in f
@@ -74,8 +74,8 @@ def test_a_spine_link_failing_mid_transfer(fab):
 
 def test_a_host_nic_link_failing_uses_port_status(fab):
     """The responder's plane-1 NIC link goes down: its device sees the port go, tells the requester at once."""
-    r = transfer("--src", "h0", "--dst", "h3", "--bytes", "16M", "--fail-link", "h3:nic1", "--fail-at", "100",
-                 "--restore-at", "500")
+    r = transfer("--src", "h0", "--dst", "h3", "--bytes", "16M", "--fail-link", "h3:nic1", "--fail-at-ms", "100",
+                 "--restore-at-ms", "500")
     assert r["verified"], r.get("error")
     f = r["failure"]
     assert {e["ev"] for e in f["evs"]} == {0x80000000, 0xC0000000}  # both plane-1 paths end on that link

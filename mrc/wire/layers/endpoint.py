@@ -30,6 +30,8 @@ def _timestamp():
 
 @register
 class ERTH(AfterBTH):
+    """MRC Endpoint Request Transport Header: an EV probe or port status update between controllers (QP 1)."""
+
     name = "ERTH"
     fields_desc = _common() + [XIntField("resv32", 0)] + _timestamp()
     PKT_NAMES = {"op": "ep_op"}
@@ -37,6 +39,9 @@ class ERTH(AfterBTH):
 
 @register
 class EETH(AfterBTH):
+    """MRC Endpoint response Extended Transport Header: the answer to an endpoint request, with the
+    responder's service time."""
+
     name = "EETH"
     fields_desc = _common() + [BitField("svc_time", 0, 32)] + _timestamp() + [StrFixedLenField("resv160", b"\0" * 20, 20)]
     PKT_NAMES = {"op": "ep_op"}

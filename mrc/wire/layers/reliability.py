@@ -27,6 +27,9 @@ NACK_NAMES = {int(r): r.name for r in NackReason}
 
 @register
 class SETH(AfterBTH):
+    """MRC SACK Extended Transport Header: cumulative ACK PSN (``cack_psn``), the SACK bitmap and its offset,
+    the reflected ``entropy`` (EV) and the responder's ``mpr``."""
+
     name = "SETH"
     fields_desc = _prologue() + [
         SignedShortField("ack_psn_offset", 0),
@@ -48,6 +51,9 @@ class SETH(AfterBTH):
 
 @register
 class CC_STATE(AfterBTH):
+    """The congestion-control state a SACK carries for NSCC (out-of-order count, receiver window penalty,
+    received bytes)."""
+
     name = "CC_STATE"
     fields_desc = [
         ShortField("tx_timestamp", 0),
@@ -61,6 +67,9 @@ class CC_STATE(AfterBTH):
 
 @register
 class NETH(AfterBTH):
+    """MRC NACK Extended Transport Header: ``nack_reason`` (trimmed, trimmed at the last hop, ...), ``nack_psn``
+    and the reflected ``entropy``."""
+
     name = "NETH"
     fields_desc = _prologue() + [
         ByteEnumField("nack_reason", NackReason.TRIMMED, NACK_NAMES),
@@ -80,6 +89,8 @@ class NETH(AfterBTH):
 
 @register
 class PETH(AfterBTH):
+    """MRC Probe Extended Transport Header: a reliability probe (``probe_id``) and its timestamp."""
+
     name = "PETH"
     fields_desc = _prologue() + [
         ByteField("resv8", 0),

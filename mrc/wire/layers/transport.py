@@ -30,6 +30,9 @@ def _ip_header(ip, udp_len: int) -> bytes:
 
 @register
 class BTH(AfterBTH):
+    """Base Transport Header (IBTA, 12 bytes; MRC opcodes 0xC6.. and its ``rtx`` / ``ts`` bits). The RoCEv2
+    ICRC follows the payload: computed in ``post_build`` while ``icrc`` is None."""
+
     name = "BTH"
     fields_desc = [
         ByteEnumField("opcode", Opcode.MRC_WRITE_ONLY, OPCODE_NAMES),
@@ -70,12 +73,16 @@ class BTH(AfterBTH):
 
 @register
 class METH(AfterBTH):
+    """MRC Message Extended Transport Header: the request and message sequence numbers (``rqmsn``, ``msn``)."""
+
     name = "METH"
     fields_desc = [ShortField("rqmsn", 0), ShortField("msn", 0)]
 
 
 @register
 class TSETH(AfterBTH):
+    """MRC Timestamp Extended Transport Header (present when BTH ``ts`` is set): the sender's ``tx_timestamp``."""
+
     name = "TSETH"
     fields_desc = [
         ShortField("tx_timestamp", 0),
@@ -87,18 +94,24 @@ class TSETH(AfterBTH):
 
 @register
 class RETH(AfterBTH):
+    """RDMA Extended Transport Header (IBTA): remote virtual address ``va``, ``rkey``, ``dma_len``."""
+
     name = "RETH"
     fields_desc = [XLongField("va", 0), XIntField("rkey", 0), BitField("dma_len", 0, 32)]
 
 
 @register
 class ImmDt(AfterBTH):
+    """Immediate Data (IBTA): the 32-bit ``imm`` of a Write-with-Immediate's last packet."""
+
     name = "ImmDt"
     fields_desc = [XIntField("imm", 0)]
 
 
 @register
 class AETH(AfterBTH):
+    """ACK Extended Transport Header (IBTA): syndrome (ACK or NAK code) and MSN."""
+
     name = "AETH"
     fields_desc = [XByteField("syndrome", 0), BitField("msn", 0, 24)]
     PKT_NAMES = {"syndrome": "aeth_syndrome", "msn": "aeth_msn"}
@@ -106,12 +119,16 @@ class AETH(AfterBTH):
 
 @register
 class AtomicETH(AfterBTH):
+    """Atomic Extended Transport Header (IBTA). MRC does not permit atomics; the layer dissects RoCEv2 traffic."""
+
     name = "AtomicETH"
     fields_desc = [XLongField("va", 0), XIntField("rkey", 0), XLongField("swap_add", 0), XLongField("compare", 0)]
 
 
 @register
 class AtomicAckETH(AfterBTH):
+    """Atomic Acknowledge Extended Transport Header (IBTA), for dissecting RoCEv2 traffic."""
+
     name = "AtomicAckETH"
     fields_desc = [XLongField("orig_data", 0)]
 

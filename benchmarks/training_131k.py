@@ -1,0 +1,158 @@
+"""The headline training experiment of docs/results.md: a data-parallel job on mrc-8plane-131k, healthy and
+under four failures, per transport; GPU-seconds wasted, iteration slowdown, reroute times, and the cost of each
+run (wall and CPU time, set-up, peak RSS).
+
+    flock heavy.lock python benchmarks/training_131k.py --out runs/training-131k \\
+        [--transports mrc,roce-ecmp] [--failures none,t1-reboot,flap,nic-port,gray-1pct] [--set key=value ...]
+
+Each cell (transport x failure) runs in its own process (so its peak RSS is its own) and writes its results
+directory under ``--out``; a failure cell takes the same transport's healthy run as its baseline
+(``metrics.baseline``), so the healthy run must come first (the default order). The failed link is the most
+used plane-0 uplink of the first T0 in the first healthy run (so that every transport's traffic crosses it);
+the rebooting T1 is that link's T1. ``cells.json`` under ``--out`` collects every cell's figures; the script
+prints the table of docs/results.md.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import resource
+import subprocess
+import sys
+import time
+
+SCENARIO = "training-131k-dp"
+FAILURES = ("none", "t1-reboot", "flap", "nic-port", "gray-1pct")
+
+
+def failure_tables(kind: str, link: list, at_us: float) -> list:
+    """The [[failures]] of one failure kind (link: the chosen [T0, T1] pair)."""
+    if kind == "none":
+        return []
+    if kind == "t1-reboot":
+        return [{"kind": "switch-reboot", "at_us": at_us, "switch": link[1], "duration_us": 100_000}]
+    if kind == "flap":
+        return [{"kind": "flap", "at_us": at_us, "link": link, "period_us": 20, "down_us": 8}]
+    if kind == "nic-port":
+        return [{"kind": "nic-port-down", "at_us": at_us, "host": 0, "plane": 0}]
+    if kind == "gray-1pct":
+        return [{"kind": "gray-loss", "at_us": at_us, "link": link, "probability": 0.01}]
+    raise SystemExit(f"unknown failure {kind!r}: one of {', '.join(FAILURES)}")
+
+
+def cell(args) -> None:
+    """One run in this process; prints one JSON line."""
+    import copy
+
+    from mrc.emulator import results, scenario, scenarios, sim
+    from mrc.emulator.transports import spec as tspec
+
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    data = tspec.apply(copy.deepcopy(scenario.load(SCENARIO, sets=args.sets).data), args.transport)
+    info = json.loads(args.cell_info)
+    data["failures"] = failure_tables(args.cell, info.get("link"), info["at_us"])
+    data.setdefault("metrics", {})["plots"] = False
+    if args.cell != "none":
+        data["metrics"]["baseline"] = info["baseline"]
+    sc = scenario.parse(data, SCENARIO, scenarios.DIR)
+    s = sim.Simulation(sc)
+    setup_s = time.perf_counter() - t0
+    setup_cpu = time.process_time() - c0
+    run = s.run()
+    wall = time.perf_counter() - t0
+    summ = results.write(run, args.out_dir, plots_too=False)
+    topo = sc.topo
+    out = {"transport": args.transport, "failure": args.cell, "setup_s": setup_s, "setup_cpu_s": setup_cpu,
+           "run_wall_s": run.sim["wall_s"], "total_wall_s": wall, "cpu_s": time.process_time() - c0,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+           "packet_hops": run.sim["packet_hops"], "flows": len(run.flows),
+           "training": summ["training"], "reroute": summ["reroute"], "outcome": summ["outcome"]}
+    if args.cell == "none":
+        # the most used plane-0 uplink of T0 0 (host 0's T0)
+        ps = run.port_stats["tx_bytes"]
+        t0node = topo.peer_node(topo.nic_port(0, 0))
+        ups = [q for q in range(len(topo.port)) if topo.port[q]["node"] == t0node
+               and topo.node["tier"][topo.peer_node(q)] == 1]
+        q = max(ups, key=lambda x: int(ps[x]))
+        out["link"] = [topo.node_name(t0node), topo.node_name(topo.peer_node(q))]
+    print("CELL " + json.dumps(out, default=float), flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="runs/training-131k")
+    ap.add_argument("--transports", default="mrc,roce-ecmp")
+    ap.add_argument("--failures", default=",".join(FAILURES))
+    ap.add_argument("--at-us", type=float, default=None, help="failure time (default: 2 us into the first "
+                    "iteration's communication)")
+    ap.add_argument("--set", dest="sets", action="append", default=[])
+    ap.add_argument("--cell", help=argparse.SUPPRESS)
+    ap.add_argument("--transport", help=argparse.SUPPRESS)
+    ap.add_argument("--cell-info", help=argparse.SUPPRESS)
+    ap.add_argument("--out-dir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.cell:
+        cell(args)
+        return 0
+    from mrc.emulator import scenario
+
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    at = args.at_us
+    if at is None:
+        at = float(scenario.load(SCENARIO).data["workload"]["compute_us"]) + 2.0
+    cells_path = out / "cells.json"
+    cells = json.loads(cells_path.read_text()) if cells_path.is_file() else []
+    link = next((c["link"] for c in cells if c.get("link")), None)
+    for tp in args.transports.split(","):
+        for fk in args.failures.split(","):
+            if any(c["transport"] == tp and c["failure"] == fk for c in cells):
+                continue
+            d = out / tp / fk
+            info = {"link": link, "at_us": at, "baseline": str(out / tp / "none")}
+            cmd = [sys.executable, __file__, "--cell", fk, "--transport", tp, "--cell-info", json.dumps(info),
+                   "--out-dir", str(d)] + sum((["--set", s] for s in args.sets), [])
+            print(f"== {tp} / {fk}", flush=True)
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            line = next((x for x in p.stdout.splitlines() if x.startswith("CELL ")), None)
+            if p.returncode != 0 or line is None:
+                print(p.stdout[-2000:], p.stderr[-4000:], flush=True)
+                continue
+            c = json.loads(line[5:])
+            if link is None and c.get("link"):
+                link = c["link"]
+            cells.append(c)
+            cells_path.write_text(json.dumps(cells, indent=1) + "\n")
+            tr = c["training"][0]
+            w = tr.get("waste") or {}
+            print(f"   iterations {[x['time_us'] for x in tr['iterations']]} us, wasted "
+                  f"{w.get('gpu_seconds_wasted')} GPU-s, wall {c['total_wall_s']:.0f} s, cpu {c['cpu_s']:.0f} s, "
+                  f"rss {c['peak_rss_mb']:.0f} MB", flush=True)
+    print(table(cells))
+    return 0
+
+
+def table(cells: list) -> str:
+    """The Markdown table of docs/results.md."""
+    rows = ["| transport | failure | iteration times (us) | job slowdown | GPU-s wasted | of which comm | hosts "
+            "delayed | steered away (us) | 99 % off (us) | set-up s | run wall s | CPU s | peak RSS GB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in cells:
+        tr = c["training"][0]
+        w = tr.get("waste") or {}
+        rr = (c.get("reroute") or [{}])[0] if c.get("reroute") else {}
+        its = ", ".join("-" if x["time_us"] is None else f"{x['time_us']:.1f}" for x in tr["iterations"])
+
+        def f(v, d=2):
+            return "-" if v is None else f"{v:,.{d}f}"
+        rows.append(f"| {c['transport']} | {c['failure']} | {its} | {f(w.get('job_slowdown'), 3)} | "
+                    f"{f(w.get('gpu_seconds_wasted'), 4)} | {f(w.get('gpu_seconds_wasted_comm'), 4)} | "
+                    f"{w.get('hosts_delayed', '-')} | {f(rr.get('first_steered_away_us'))} | {f(rr.get('off_99_us'))} | "
+                    f"{c['setup_s']:.1f} | {c['run_wall_s']:.0f} | {c['cpu_s']:.0f} | {c['peak_rss_mb'] / 1024:.1f} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

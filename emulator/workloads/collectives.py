@@ -1,0 +1,156 @@
+"""Collectives as flows with real dependencies: the building blocks of `training` and `trace` jobs.
+
+Each function adds one collective's flows to a `workloads.Builder` for a
+group of hosts. Its members start on a trigger each (``start[i]``, a trigger
+id; -1: at ``start_us``), ``delay_ps[i]`` later (the member's compute phase);
+``channels`` parallel connections (NCCL's channels: one QP each, so ECMP sees
+``channels`` distinct 5-tuples) carry a share each.
+
+- `ring_schedule` / `ring`: NCCL's ring algorithm (reduce-scatter then
+  all-gather around a ring, 2 (m - 1) steps), or a two-level hierarchical
+  ring (reduce-scatter inside local groups, an all-reduce ring across them,
+  all-gather inside): a member's step s + 1 starts once it has sent its step
+  s and received its predecessor's step s (the data it forwards). The buffer
+  moves in loops of at most ``chunk_bytes`` per step, as NCCL's chunks do;
+  ``steps_per_flow`` > 1 fuses that many consecutive steps of a member (same
+  successor) into one flow: fewer flows for fabrics of 100,000 hosts, at the
+  price of a coarser dependency (a fused flow needs only its first step's input).
+  The collective is done when every member has received its last flow
+  (``done``, a barrier trigger of ``m * channels`` activations; ``member_done``:
+  per member, the trigger its own last receipt activates, ``member_sent``: the
+  one its own last flow's completion activates).
+- `alltoall`: every member sends ``bytes / m`` to every other member, one
+  flow per pair and channel; each receipt activates ``done`` and, if given,
+  ``on_recv[dst]``; each completed send ``on_sent[src]``.
+- `send`: point-to-point, one flow per channel; receipt activates ``done`` and
+  ``on_recv`` if given, completion ``on_sent``.
+
+Return values are the flow ids (for the job's collective record) and, for
+rings, the per-member bytes each member sent (the bandwidth bound of
+`training` metrics).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from mrc.units import US
+
+
+def ring_schedule(m: int, nbytes: int, channels: int, chunk_bytes: int, algorithm: str, local: int):
+    """The steps of one channel's all-reduce of ``nbytes / channels``: a list of (successor of each member, bytes)."""
+    per = -(-nbytes // channels)
+    idx = np.arange(m)
+    if algorithm == "ring":
+        loops = max(1, -(-per // (m * chunk_bytes)))
+        step = max(1, -(-per // (loops * m)))
+        succ = (idx + 1) % m
+        return [(succ, step)] * (2 * (m - 1) * loops)
+    g = m // local  # hierarchical: local groups of `local` consecutive members, g of them
+    grp, pos = idx // local, idx % local
+    loops = max(1, -(-per // (local * chunk_bytes)))
+    shard = -(-per // (loops * local))  # what a member owns after the local reduce-scatter
+    intra = grp * local + (pos + 1) % local
+    inter = ((grp + 1) % g) * local + pos
+    one = []
+    if local > 1:
+        one += [(intra, shard)] * (local - 1)
+    if g > 1:
+        one += [(inter, max(1, -(-shard // g)))] * (2 * (g - 1))
+    if local > 1:
+        one += [(intra, shard)] * (local - 1)
+    return one * loops
+
+
+def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us, job, coll, done,
+         member_done=None, member_sent=None):
+    """Flows of a ring collective over ``hosts`` (see the module text); returns (flow ids, bytes sent per member)."""
+    m = len(hosts)
+    # fuse consecutive steps with the same successor into flows of at most `steps_per_flow` steps
+    fused: list[tuple[np.ndarray, int]] = []
+    for succ, nb in schedule:
+        if fused and fused[-1][2] < steps_per_flow and fused[-1][0] is succ:
+            s, tot, k = fused[-1]
+            fused[-1] = (s, tot + nb, k + 1)
+        else:
+            fused.append((succ, nb, 1))
+    ids = []
+    sent = np.zeros(m, np.int64)
+    for _ch in range(channels):
+        prev = None  # flow id of each member's previous flow
+        for j, (succ, nb, _k) in enumerate(fused):
+            cur = [0] * m
+            if j > 0:
+                bar = [b.trigger("barrier", 2) for _ in range(m)]
+                psucc = fused[j - 1][0]
+                for i in range(m):
+                    set_triggers(b, prev[i], send_trig=bar[i])  # my own previous flow sent
+                    set_triggers(b, prev[i], recv_trig=bar[psucc[i]])  # the data my successor forwards next
+            for i in range(m):
+                if j == 0:
+                    if start[i] < 0:
+                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, start_us + delay_ps[i] / US, job=job, coll=coll)
+                    else:
+                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=start[i],
+                                        delay_ps=delay_ps[i])
+                else:
+                    cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=bar[i])
+                sent[i] += nb
+                ids.append(cur[i])
+            prev = cur
+        last = fused[-1][0]
+        for i in range(m):
+            set_triggers(b, prev[i], recv_trig=receipt(b, done, None if member_done is None else member_done[last[i]]),
+                         send_trig=None if member_sent is None else member_sent[i])
+    return ids, sent
+
+
+def receipt(b, done, mine):
+    """The trigger a last receipt activates: the collective's ``done``, and the receiver's own if given."""
+    if mine is None:
+        return done
+    t = b.trigger("oneshot")
+    b.link(t, done)
+    b.link(t, mine)
+    return t
+
+
+def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=None):
+    """Flows of an all-to-all; returns (flow ids, bytes sent per member)."""
+    m = len(hosts)
+    per = max(1, -(-nbytes // (m * channels)))
+    ids = []
+    sent = np.zeros(m, np.int64)
+    for _ch in range(channels):
+        for i in range(m):
+            for r in range(1, m):
+                d = (i + r) % m
+                ids.append(_first(b, hosts[i], hosts[d], per, start[i], delay_ps[i], start_us, job, coll,
+                                  receipt(b, done, None if on_recv is None else on_recv[d]),
+                                  -1 if on_sent is None else on_sent[i]))
+                sent[i] += per
+    return ids, sent
+
+
+def send(b, src, dst, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=-1):
+    """Flows of a point-to-point send; returns (flow ids, bytes sent)."""
+    per = max(1, -(-nbytes // channels))
+    ids = [_first(b, src, dst, per, start, delay_ps, start_us, job, coll, receipt(b, done, on_recv), on_sent)
+           for _ in range(channels)]
+    return ids, per * channels
+
+
+def _first(b, src, dst, nb, start, delay_ps, start_us, job, coll, on_recv, on_sent):
+    if start < 0:
+        return b.flow(src, dst, nb, start_us + delay_ps / US, job=job, coll=coll, recv_trig=on_recv,
+                      send_trig=on_sent)
+    return b.flow(src, dst, nb, None, job=job, coll=coll, trigger=start, delay_ps=delay_ps, recv_trig=on_recv,
+                  send_trig=on_sent)
+
+
+def set_triggers(b, f, send_trig=None, recv_trig=None):
+    row = list(b.rows[f])
+    if send_trig is not None:
+        row[8] = send_trig
+    if recv_trig is not None:
+        row[9] = recv_trig
+    b.rows[f] = tuple(row)
