@@ -185,14 +185,15 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     }
     if failure is not None:
         report["failure"] = _failure_report(fabric, failure, fail_info, failed_evs, events, trace, conn.qa, t0)
+    states = (conn.qa.state, conn.qb.state)  # as the transfer left them (before the flush below)
     if conn.qa.state not in ("ERROR", "RESET") and (budget.cancelled_caught or not verified):
         conn.qa.modify("ERROR")  # what is still posted is flushed (WR_FLUSH_ERR), so its region can go
     mr_a.deregister()
     mr_b.deregister()
     if warm_error is not None:
         report["error"] = warm_error
-    elif conn.qa.state != "RTS" or conn.qb.state != "RTS":
-        report["error"] = (f"the QP failed: requester {conn.qa.state}, responder {conn.qb.state}; "
+    elif states != ("RTS", "RTS"):
+        report["error"] = (f"the QP failed: requester {states[0]}, responder {states[1]}; "
                            f"{len(ok)} of {_n_writes(opts)} writes completed")
     elif budget.cancelled_caught and not verified:
         report["error"] = f"gave up after {opts.timeout_s} s ({len(ok)} of {_n_writes(opts)} writes completed)"
