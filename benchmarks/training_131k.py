@@ -8,8 +8,8 @@ run (wall and CPU time, set-up, peak RSS).
 Each cell (transport x failure) runs in its own process (so its peak RSS is its own) and writes its results
 directory under ``--out``; a failure cell takes the same transport's healthy run as its baseline
 (``metrics.baseline``), so the healthy run must come first (the default order). The failed link is the most
-used plane-0 uplink of the first T0 in the first healthy run (so that every transport's traffic crosses it);
-the rebooting T1 is that link's T1. ``cells.json`` under ``--out`` collects every cell's figures; the script
+used plane-0 uplink of host 0's T0 in the first healthy run (the first transport's: another transport's
+hashed flows may not cross it); the rebooting T1 is that link's T1. ``cells.json`` under ``--out`` collects every cell's figures; the script
 prints the table of docs/results.md.
 """
 from __future__ import annotations

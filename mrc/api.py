@@ -177,8 +177,9 @@ class QueuePair:
         The attributes mrc.h requires and you do not give take the core's documented defaults
         (`mrc.core.setup.QP_DEFAULTS`: MPR 8 capped at the device's ``max_mpr``, max WIMM 128,
         retries 7 + 7, timeout 8 = 262 us); any other INIT / RTR / RTS attribute may be given by
-        name (`ALLOWED_ATTRS`). If a step is refused the QP goes back to RESET and the
-        `UsageError` names the attribute.
+        name (`ALLOWED_ATTRS`). `sq_psn` is this side's first PSN and `rq_psn` the peer's (across
+        processes, exchange `Device.initial_psn` values out of band). If a step is refused the QP
+        goes back to RESET and the `UsageError` names the attribute.
         """
         if self.state != "RESET":
             raise UsageError(f"connect: QP {self.qp_num} is in {self.state}; connect starts from RESET")
@@ -294,7 +295,8 @@ class Device:
     `address` is how peers reach this device: whatever your network uses (a `mrc.io.Peer`, a
     string for `mrc.simnet.SimNet`); by default the device's `name`. `port_rate_bps` is one port's
     rate (bits/s; NSCC scales its windows by all ports together), `mtu` the payload bytes per
-    packet, `seed` the seed of every random choice the device makes (QPNs, keys, EVs).
+    packet. `seed` seeds every random choice the device makes (QPNs, keys, first PSNs, EVs), for
+    reproducible runs; without it they come from the operating system's CSPRNG.
     """
 
     def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
@@ -649,10 +651,12 @@ class Device:
 
 def connect(qp_a: QueuePair, qp_b: QueuePair, **attrs) -> None:
     """Connect two QPs of this process to each other (`QueuePair.connect` both ways, at each other's
-    device address), with the same attributes on both sides."""
-    qp_a.connect(qp_b.qp_num, qp_b.device.address, **attrs)
+    device address), with the same attributes on both sides and first PSNs from `Device.initial_psn`
+    (random unless the devices are seeded)."""
+    psn_a, psn_b = qp_a.device.initial_psn(), qp_b.device.initial_psn()
+    qp_a.connect(qp_b.qp_num, qp_b.device.address, sq_psn=psn_a, rq_psn=psn_b, **attrs)
     try:
-        qp_b.connect(qp_a.qp_num, qp_a.device.address, **attrs)
+        qp_b.connect(qp_a.qp_num, qp_a.device.address, sq_psn=psn_b, rq_psn=psn_a, **attrs)
     except UsageError:
         qp_a.modify("RESET")
         raise

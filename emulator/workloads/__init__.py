@@ -4,12 +4,14 @@ A scenario has one ``[workload]`` table, or several ``[[workload]]`` jobs on
 disjoint host sets sharing the fabric (each with ``hosts``). Kinds
 (`generators`): ``flows``, ``permutation``, ``all-to-all``,
 ``allreduce-ring``, ``incast``, ``poisson``, ``cm`` (htsim connection
-matrices, `cm`). Host numbers inside a job are job-local (0 .. len(hosts)-1;
+matrices, `cm`), ``training`` (`training`) and ``trace`` (`trace`), whose
+collectives `collectives` builds. Host numbers inside a job are job-local (0 .. len(hosts)-1;
 without ``hosts`` they are the fabric's host ids).
 
 `build` returns a `FlowSet`: the `state.FLOW` rows (``ep``, ``alone`` and
-``ideal`` still to be filled at set-up), the htsim-style triggers, and the
-collectives (name, flows) whose completion time is reported.
+``ideal`` still to be filled at set-up), the htsim-style triggers, the
+collectives (name, flows) whose completion time is reported, and the
+training / trace jobs' `training.JobGraph` records.
 """
 from __future__ import annotations
 

@@ -14,7 +14,10 @@ id; -1: at ``start_us``), ``delay_ps[i]`` later (the member's compute phase);
   moves in loops of at most ``chunk_bytes`` per step, as NCCL's chunks do;
   ``steps_per_flow`` > 1 fuses that many consecutive steps of a member (same
   successor) into one flow: fewer flows for fabrics of 100,000 hosts, at the
-  price of a coarser dependency (a fused flow needs only its first step's input).
+  price of a coarser dependency (a fused flow needs only its first step's
+  input; a member's result is then complete when the whole collective is, as
+  in a pipelined ring the last data reaches everyone only after every link has
+  carried its share).
   The collective is done when every member has received its last flow
   (``done``, a barrier trigger of ``m * channels`` activations; ``member_done``:
   per member, the trigger its own last receipt activates, ``member_sent``: the
@@ -61,18 +64,33 @@ def ring_schedule(m: int, nbytes: int, channels: int, chunk_bytes: int, algorith
     return one * loops
 
 
+def fuse(schedule, steps_per_flow: int) -> list:
+    """The flows of one member and channel: (successor of each member, bytes, steps fused), consecutive steps
+    towards the same successor fused up to `steps_per_flow` at a time."""
+    out: list = []
+    for succ, nb in schedule:
+        if out and out[-1][2] < steps_per_flow and out[-1][0] is succ:
+            s, tot, k = out[-1]
+            out[-1] = (s, tot + nb, k + 1)
+        else:
+            out.append((succ, nb, 1))
+    return out
+
+
+def coarse(schedule, steps_per_flow: int) -> bool:
+    """True if steps are fused: a member's last receipt then no longer implies the whole ring is done, so a
+    member's result is taken as complete when the collective is (the pipelined limit)."""
+    return any(k > 1 for _, _, k in fuse(schedule, steps_per_flow))
+
+
 def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us, job, coll, done,
          member_done=None, member_sent=None):
-    """Flows of a ring collective over ``hosts`` (see the module text); returns (flow ids, bytes sent per member)."""
+    """Flows of a ring collective over ``hosts`` (see the module text); returns (flow ids, bytes sent per member).
+    ``member_done[i]`` is activated once per channel by member i's last receipt, or, with fused steps
+    (`coarse`), once by ``done``."""
     m = len(hosts)
-    # fuse consecutive steps with the same successor into flows of at most `steps_per_flow` steps
-    fused: list[tuple[np.ndarray, int]] = []
-    for succ, nb in schedule:
-        if fused and fused[-1][2] < steps_per_flow and fused[-1][0] is succ:
-            s, tot, k = fused[-1]
-            fused[-1] = (s, tot + nb, k + 1)
-        else:
-            fused.append((succ, nb, 1))
+    fused = fuse(schedule, steps_per_flow)
+    whole = coarse(schedule, steps_per_flow)
     ids = []
     sent = np.zeros(m, np.int64)
     for _ch in range(channels):
@@ -99,8 +117,12 @@ def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us
             prev = cur
         last = fused[-1][0]
         for i in range(m):
-            set_triggers(b, prev[i], recv_trig=receipt(b, done, None if member_done is None else member_done[last[i]]),
+            mine = None if member_done is None or whole else member_done[last[i]]
+            set_triggers(b, prev[i], recv_trig=receipt(b, done, mine),
                          send_trig=None if member_sent is None else member_sent[i])
+    if whole and member_done is not None:
+        for i in range(m):
+            b.link(done, member_done[i])
     return ids, sent
 
 

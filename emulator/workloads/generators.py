@@ -28,6 +28,9 @@ poisson           ``cdf`` = "websearch" | "hadoop" | [[bytes, fraction],
 cm                ``file`` (htsim .cm; relative to the scenario, or a file
                   of the scenario library), ``start_us`` = 0 (offset),
                   ``collective`` = whether the file has triggers
+training          iterations of compute and collectives over parallelism
+                  groups (keys in `training`)
+trace             ``file``: a collective trace (format and keys in `trace`)
 ================  ==========================================================
 """
 from __future__ import annotations

@@ -191,9 +191,11 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
         if p[d] > 1 and p[f"{d}_bytes"] > 0:
             local = p["dp_local"] if algo == "hierarchical" else 1
             sched = CO.ring_schedule(p[d], p[f"{d}_bytes"], ch, p["chunk_bytes"], algo, local)
+            whole = CO.coarse(sched, p["steps_per_flow"])
             for g, r in enumerate(groups_of(p, n, d)):
                 rings.append((d, g, r, sched))
-                need[r] += 2 * ch  # its last receipt, its own last send done
+                # its last receipt per channel (fused steps: the whole collective's end, once), its own sends done
+                need[r] += (1 if whole else ch) + ch
     a2a = groups_of(p, n, "ep") if p["ep"] > 1 and p["ep_bytes"] > 0 else []
     for r in a2a:
         need[r] += 2 * (len(r) - 1) * ch  # every share to it, every share of its own sent

@@ -10,9 +10,10 @@ Sources and choices (docs/protocol.md):
   no EV penalty (MANI 3.5/3.6); NSCC takes the trimmed packet's bytes off
   the window (UE 1.0.3 3.6.13.5 NSCC.OnNACK). NO_BITMAP, NO_PKT_BUFFER,
   NO_RESOURCE: the responder lacked resources: retransmit, no EV penalty and
-  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW: our window exceeds the responder's: adopt its MPR
-  and retransmit. UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0
-  semantics for the codes; the reactions are our reading.)
+  no window change (NSCC.OnNACK moves cwnd for trims only). PSN_OOR_WINDOW:
+  retransmit (NETH has no MPR: the responder's window comes from the SACKs).
+  UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0 semantics for the codes;
+  the reactions are our reading.)
 - Every SACK, NACK and AETH NAK is checked against the requester's window
   before it changes anything (a peer's packet is hostile until it fits): a
   NACK or AETH NAK must name a PSN that was sent (and, for an AETH NAK or an
@@ -60,9 +61,6 @@ from mrc.wire.constants import NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
-NR_NO_BITMAP = int(NackReason.NO_BITMAP)
-NR_NO_PKT_BUFFER = int(NackReason.NO_PKT_BUFFER)
-NR_NO_RESOURCE = int(NackReason.NO_RESOURCE)
 NR_UNEXP_EVENT = int(NackReason.UNEXP_EVENT)
 
 

@@ -119,7 +119,7 @@ def _quick_adapt(q, c, is_loss, ecn, delay, now):
         done = True
     elif now >= q["qa_endtime"]:
         if q["qa_endtime"] != 0 and (q["trigger_qa"] != 0 or is_loss or delay > c["qa_threshold"]) \
-                and q["achieved_bytes"] < (int(q["max_wnd"]) >> c["qa_gate"]):
+                and q["achieved_bytes"] < (int(q["max_wnd"]) >> int(c["qa_gate"])):
             q["cwnd"] = float(max(q["achieved_bytes"], c["min_cwnd"]))
             q["bytes_to_ignore"] = q["inflight"]
             q["bytes_ignored"] = 0

@@ -50,6 +50,22 @@ def test_connect_takes_a_qp_to_rts_with_the_core_defaults_and_any_attribute_by_n
         for key in ("max_wimm", "retry_linear", "retry_exp", "timeout"):
             assert attrs[key] == QP_DEFAULTS[key]
         assert attrs["reorder_window_ps"] == 20 * US and attrs["ev_active_target"] == 8
+    qa_row, qb_row = a.T.qp[qa.index], b.T.qp[qb.index]
+    for tx, rx in ((qa_row, qb_row), (qb_row, qa_row)):  # each side expects the other's first PSN
+        assert (int(tx["sq_psn"]) - 1) & 0xFFFFFF == int(rx["cack_psn"])
+
+
+def test_connect_draws_unguessable_first_psns_unless_the_devices_are_seeded():
+    psns = set()
+    for _ in range(4):
+        a, b = Device("a"), Device("b")
+        for dev in (a, b):
+            dev.ctl.setup_ev_profile(1, count=4)
+            dev.ctl.setup_cc_profile(1)
+        qa, qb = a.create_qp(), b.create_qp()
+        connect(qa, qb)
+        psns.add(int(a.T.qp[qa.index]["sq_psn"]))
+    assert len(psns) == 4
 
 
 def test_connect_refuses_unknown_attributes_and_a_refused_step_leaves_the_qp_in_reset():

@@ -6,7 +6,7 @@ import copy
 import numpy as np
 import pytest
 
-from mrc.emulator import scenario, training_metrics
+from mrc.emulator import results, scenario, training_metrics
 from mrc.emulator.workloads import collectives as CO
 from mrc.emulator.workloads import trace as TR
 from mrc.emulator.workloads import training as TRN
@@ -93,10 +93,10 @@ def gray(link, p=0.05):
     return [{"kind": "gray-loss", "at_us": 0, "link": link, "probability": p}]
 
 
-def test_waste_zero_off_path_positive_on_path():
-    """GPU time wasted against the failure-free twin: zero for a failure on a link no flow uses (plane 3 while
-    the job is pinned to planes 0-2 by... MRC sprays on all: so a link of a T0 with no job host), positive for a
-    gray link the job's traffic crosses."""
+def test_waste_zero_off_path_positive_on_path(tmp_path):
+    """GPU time wasted against the failure-free twin: zero for a link down where no flow goes (an uplink of a
+    T0 with no host of the job), positive for a gray link the job's traffic crosses; the baseline read from a
+    results directory gives the same figures."""
     wl = {**DP, "iterations": 2}
     hosts = list(range(48))  # T0s 0-5; T0 7 carries nothing
     wl_h = {**wl, "hosts": hosts, "tp": 8}
@@ -113,6 +113,17 @@ def test_waste_zero_off_path_positive_on_path():
     assert w["gpu_seconds_wasted"] > 0 and w["hosts_delayed"] > 0
     assert w["job_slowdown"] > 1.0
     assert w["comm_share_of_waste"] == pytest.approx(1.0)  # compute is the seed's: all the loss is communication
+    # the same baseline read from the failure-free run's results directory
+    r_base, _, _ = run(base)
+    results.write(r_base, tmp_path / "healthy", plots_too=False)
+    on["metrics"] = {"baseline": str(tmp_path / "healthy")}
+    _, s_dir, _ = run(on)
+    w2 = s_dir["training"][0]["waste"]
+    assert w2["gpu_seconds_wasted"] == pytest.approx(w["gpu_seconds_wasted"], rel=1e-6)
+    assert w2["job_slowdown"] == pytest.approx(w["job_slowdown"], rel=1e-6)
+    on["metrics"] = {"baseline": str(tmp_path / "nowhere")}
+    with pytest.raises(ConfigError, match="metrics.baseline"):
+        run(on)
 
 
 def test_same_seed_same_numbers():
