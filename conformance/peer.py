@@ -24,6 +24,8 @@ from .protocol import BANNER, PROTOCOL, LineReader, ProtocolError, digest, dumps
 IO_TIMEOUT_S = 10.0  # an absolute limit on every wait
 RX_WAIT_S = 0.5  # how long an "rx" request waits for its datagrams before reporting them missing
 UDP_BUFFER = 4 << 20
+MAX_UNCLAIMED = 65536  # datagrams an endpoint keeps before an "rx" claims them ...
+MAX_UNCLAIMED_BYTES = 64 << 20  # ... and their bytes: beyond either, the oldest is dropped and counted
 
 
 def udp_socket(host: str):
@@ -44,12 +46,48 @@ class PeerEndpoint:
         self.inbox: dict = collections.defaultdict(collections.deque)  # (port, digest) -> datagrams
         self.wakeup = trio.Event()
         self.last_tx: dict = {}  # digest -> (port, data) of the last "tx" batch, for "resend"
+        # bounded: arrival order of the keys, how many of each key's oldest entries were claimed since,
+        # datagrams and bytes held; `dropped` counts the unclaimed datagrams evicted (oldest first)
+        self._order: collections.deque = collections.deque()
+        self._claimed: collections.Counter = collections.Counter()
+        self.held = self.held_bytes = self.dropped = 0
+
+    def put(self, key, data: bytes) -> None:
+        """Keep an arrived datagram until an "rx" claims it, evicting the oldest beyond the bounds."""
+        self.inbox[key].append(data)
+        self._order.append(key)
+        self.held += 1
+        self.held_bytes += len(data)
+        while self.held > MAX_UNCLAIMED or self.held_bytes > MAX_UNCLAIMED_BYTES:
+            k = self._order.popleft()
+            if self._claimed[k]:
+                self._claimed[k] -= 1  # that entry was claimed already
+                continue
+            old = self.inbox[k].popleft()
+            if not self.inbox[k]:
+                del self.inbox[k]
+            self.held -= 1
+            self.held_bytes -= len(old)
+            self.dropped += 1
+
+    def claim(self, key) -> bytes:
+        data = self.inbox[key].popleft()
+        if not self.inbox[key]:
+            del self.inbox[key]
+        self.held -= 1
+        self.held_bytes -= len(data)
+        if self.held == 0:
+            self._order.clear()
+            self._claimed.clear()
+        else:
+            self._claimed[key] += 1
+        return data
 
     async def receive_loop(self, port: int, sock) -> None:
         try:
             while True:
                 data, _ = await sock.recvfrom(1 << 16)
-                self.inbox[(port, digest(data))].append(data)
+                self.put((port, digest(data)), data)
                 self.wakeup.set()
                 self.wakeup = trio.Event()
         except trio.ClosedResourceError:  # the endpoint was closed
@@ -132,7 +170,7 @@ class Session:
         if missing:  # nothing is fed until every datagram is here: the suite resends the missing ones
             return {"missing": missing}
         for port, dig, now in req["packets"]:
-            pe.ep.receive(pe.inbox[(int(port), str(dig))].popleft(), int(port), int(now))
+            pe.ep.receive(pe.claim((int(port), str(dig))), int(port), int(now))
         return {"missing": []}
 
     async def op_tx(self, req):

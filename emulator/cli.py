@@ -114,6 +114,17 @@ def _footer(s: dict) -> str:
             f"peak RSS {sim_s['peak_rss_mb']:.0f} MB")
 
 
+def _writable_dir(out: pathlib.Path) -> None:
+    """Create the results directory and prove it writable before simulating (so no run's results are lost)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".mrc-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError("--out", str(out), f"cannot create or write this directory: {exc.strerror or exc}") from None
+
+
 def cmd_run(args) -> int:
     from mrc.emulator import coldstart, localize, plots, results, scenario, sim, summary_table
     from mrc.emulator.transports import spec as tspec
@@ -125,6 +136,7 @@ def cmd_run(args) -> int:
     sc = scenario.parse(data, name, base_dir)
     label = args.transport.strip() if args.transport else sc.transport_name
     out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / tspec.dirname(label) / f"seed{sc.seed}"
+    _writable_dir(out)
     cold = coldstart.Compiling()
     run = sim.Simulation(sc).run(progress=_progress(args))
     cold.done(run.sim["wall_s"])
@@ -153,7 +165,7 @@ def cmd_compare(args) -> int:
     base, name, base_dir = _base(args)
     scs = [scenario.parse(tspec.apply(base, spec), name, base_dir) for spec in specs]  # all checked first
     out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / f"compare-seed{scs[0].seed}"
-    out.mkdir(parents=True, exist_ok=True)
+    _writable_dir(out)
     for f in ("fct_cdf.png", "fct_cdf.pdf", "fct_cdf.svg", "report.html", "compare.json", "compare.csv"):
         (out / f).unlink(missing_ok=True)
     tables, summaries = {}, {}

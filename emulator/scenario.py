@@ -31,6 +31,7 @@ import tomllib
 from typing import Any
 
 from mrc.emulator import scenarios, transports
+from mrc.emulator import state as ST
 from mrc.emulator.capture import CaptureConfig
 from mrc.emulator.capture import parse as parse_capture
 from mrc.emulator.localize import LocalizeConfig
@@ -227,8 +228,11 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
         raise ConfigError("failures", fl, "write [[failures]] tables")
     failures = [parse_failure(Table(f, f"failures[{k}]"), topo) for k, f in enumerate(fl)]
     mt = top.table("metrics", {})
-    sample = mt.num("sample_us", None, lo=0, lo_open=True) if mt.has("sample_us") else None
+    sample = mt.num("sample_us", None, lo=MIN_SAMPLE_US) if mt.has("sample_us") else None
     mt.raw("sample_us", None)
+    if sample is not None and duration is not None and duration / sample > MAX_SAMPLES:
+        raise ConfigError("metrics.sample_us", sample, f"{duration / sample:,.0f} samples over duration_us = "
+                          f"{duration}: at most {MAX_SAMPLES:,}")
     ports = mt.raw("ports", [])
     if not isinstance(ports, list) or any(isinstance(q, bool) or not isinstance(q, int) or not 0 <= q < topo.n_ports
                                           for q in ports):
@@ -244,15 +248,44 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
                       mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
                       tuple(fs), mt.str("baseline", "auto"))
     mt.done()
+    check_memory("metrics.trace_capacity", metrics.trace_capacity, metrics.trace_capacity * ST.TRACE.itemsize)
     cap = parse_capture(top.table("capture", {}), topo, duration)
     loc = parse_localize(top.table("localize", {}))
     et = top.table("engine", {})
-    pool = et.int("pool_packets", None, lo=256)  # None: sized from the workload (state.pool_rows_for)
+    pool = et.int("pool_packets", None, lo=256, hi=1 << 31)  # None: sized from the workload (state.pool_rows_for)
+    if pool is not None:
+        check_memory("engine.pool_packets", pool, pool * (ST.PKTE.itemsize + ST.PKT.itemsize + 4))
     chunk = et.int("chunk_events", 2_000_000, lo=1000)
     et.done()
     top.done()
     return Scenario(name, desc, seed, duration, topo, sw, tname, tparams, jobs, failures, metrics, pool, chunk,
                     data, pathlib.Path(base_dir) if base_dir is not None else None, cap, loc)
+
+
+# ---------------------------------------------------------------- resource bounds
+
+MIN_SAMPLE_US = 0.01  # metrics.sample_us below 10 ns samples faster than any event the engine models
+MAX_SAMPLES = 10_000_000  # time-series rows over duration_us
+
+
+def available_memory() -> int | None:
+    """Bytes of memory the kernel says are available (Linux ``MemAvailable``), None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def check_memory(key: str, value, nbytes: int) -> None:
+    """Refuse, before anything is allocated, a setting whose arrays alone need more memory than is available."""
+    avail = available_memory()
+    if avail is not None and nbytes > avail:
+        raise ConfigError(key, value, f"needs about {nbytes / 2**30:,.1f} GiB, more than the "
+                          f"{avail / 2**30:,.1f} GiB of memory available")
 
 
 # ---------------------------------------------------------------- sections

@@ -134,7 +134,8 @@ class QueuePair:
 
     def __init__(self, device: "Device", index: int, send_cq: CompletionQueue, recv_cq: CompletionQueue, cap: QpCap):
         self.device = device
-        self.index = index
+        self._index = index
+        self._qpn = int(device.T.qp[index]["qpn"])
         self.send_cq = send_cq
         self.recv_cq = recv_cq
         self.cap = cap
@@ -144,12 +145,21 @@ class QueuePair:
         self.attrs: dict = {}
 
     def __repr__(self) -> str:
+        if self.device._qps[self._index] is not self:
+            return f"<QueuePair {self._qpn:#x} on {self.device.name!r}: destroyed>"
         q = self.device.T.qp[self.index]
         peer = "" if self.state in ("RESET", "INIT") else f" -> QP {self.peer.dest_qpn:#x} at {self.peer.address!r}"
         return (f"<QueuePair {self.qp_num:#x} on {self.device.name!r} {self.state}{peer}: "
                 f"{int(q['wr_tail']) - int(q['wr_head'])} write(s) outstanding, {int(q['n_ev'])} EVs>")
 
     # -- identity and state ------------------------------------------------------
+    @property
+    def index(self) -> int:
+        """The QP's row in the device's tables; any use of a destroyed handle raises `UsageError`."""
+        if self.device._qps[self._index] is not self:
+            raise UsageError(f"QP {self._qpn} (QP number {self._qpn:#x}) was destroyed: this handle cannot be used")
+        return self._index
+
     @property
     def qp_num(self) -> int:
         """The QP number (24 bits) a peer puts in BTH ``dqpn``."""
@@ -292,10 +302,16 @@ class Device:
     def __init__(self, name: str = "mrc0", *, ports: int = 2, max_qp: int = 16, max_ev: int = 256,
                  max_mpr: int = 8, max_wr: int = 64, n_mr: int = 64, port_rate_bps: int = 100 * 10**9,
                  mtu: int = 4096, seed: int | None = None, address: object = None):
-        if not 1 <= ports <= D.MAX_PLANES:
-            raise UsageError(f"Device: ports must be in [1, {D.MAX_PLANES}], got {ports}")
-        if not 1 <= max_mpr <= 255:
-            raise UsageError(f"Device: max_mpr must be in [1, 255], got {max_mpr}")
+        if not isinstance(name, str):
+            raise UsageError(f"Device: name must be a str, got {name!r}")
+        for key, value, lo, hi in (("ports", ports, 1, D.MAX_PLANES), ("max_qp", max_qp, 1, 1 << 16),
+                                   ("max_ev", max_ev, 1, 1 << 16), ("max_mpr", max_mpr, 1, 255),
+                                   ("max_wr", max_wr, 1, 1 << 16), ("n_mr", n_mr, 1, 1 << 16),
+                                   ("mtu", mtu, 64, 9216), ("port_rate_bps", port_rate_bps, 10**6, 10**13)):
+            if not _is_int(value) or not lo <= value <= hi:
+                raise UsageError(f"Device: {key} must be in [{lo}, {hi}] (an integer), got {value!r}")
+        if seed is not None and (not _is_int(seed) or seed < 0):
+            raise UsageError(f"Device: seed must be None (random identifiers) or an integer >= 0, got {seed!r}")
         window = 128
         while window < max_mpr * 128:
             window <<= 1
@@ -336,6 +352,18 @@ class Device:
         """``ibv_reg_mr``: register a writable buffer (bytearray, numpy array, ...) so that writes can
         read from it (its `MemoryRegion.sge`) and peers can write into it (its ``addr`` and ``rkey``)."""
         try:
+            view = memoryview(buf)
+        except TypeError:
+            raise UsageError(f"reg_mr: buf must be a writable buffer (bytearray, numpy array, ...), got "
+                             f"{type(buf).__name__}") from None
+        if not view.c_contiguous:
+            raise UsageError("reg_mr: buf is not contiguous: remote writes must land in the caller's memory, so "
+                             "register the whole array (or a contiguous slice of it), not a strided view")
+        if view.nbytes == 0:
+            raise UsageError("reg_mr: buf is empty")
+        if not isinstance(access, (Access, int)):
+            raise UsageError(f"reg_mr: access must be an Access flag, got {access!r}")
+        try:
             index = self._mrs.index(None)
         except ValueError:
             raise UsageError(f"reg_mr: all {len(self._mrs)} memory regions are in use") from None
@@ -359,12 +387,23 @@ class Device:
 
     def create_cq(self, cqe: int = 1024) -> CompletionQueue:
         """``ibv_create_cq`` holding up to `cqe` completions (more are kept and reported as an overrun)."""
+        if not _is_int(cqe):
+            raise UsageError(f"create_cq: cqe must be an integer, got {cqe!r}")
         return CompletionQueue(self, cqe)
 
     def create_qp(self, send_cq: CompletionQueue | None = None, recv_cq: CompletionQueue | None = None,
                   cap: QpCap | None = None, protocol_version: int = MRC_PROTOCOL_VERSION_1) -> QueuePair:
         """``mrc_create_qp``: a QP in RESET. Without `send_cq` a new CQ (1024 entries) is made for it;
         without `recv_cq` receives complete on `send_cq`."""
+        for key, cq in (("send_cq", send_cq), ("recv_cq", recv_cq)):
+            if cq is None:
+                continue
+            if not isinstance(cq, CompletionQueue):
+                raise UsageError(f"create_qp: {key} must be a CompletionQueue (Device.create_cq) or None, got {cq!r}")
+            if cq.device is not self:
+                raise UsageError(f"create_qp: {key} belongs to device {cq.device.name!r}, not {self.name!r}")
+        if cap is not None and not isinstance(cap, QpCap):
+            raise UsageError(f"create_qp: cap must be a QpCap or None, got {cap!r}")
         send_cq = send_cq if send_cq is not None else self.create_cq()
         cap = cap or QpCap()
         if protocol_version not in (0, MRC_PROTOCOL_VERSION_1):
@@ -386,11 +425,14 @@ class Device:
 
     def destroy_qp(self, qp: QueuePair) -> None:
         """``ibv_destroy_qp``: only from RESET or ERROR; releases its profiles."""
+        if not isinstance(qp, QueuePair) or qp.device is not self:
+            raise UsageError(f"destroy_qp: {qp!r} is not a QP of device {self.name!r}")
         if qp.state not in ("RESET", "ERROR"):
             raise UsageError(f"destroy_qp: QP {qp.qp_num} is in {qp.state}; move it to RESET or ERROR first")
+        index, qpn = qp.index, qp.qp_num
         self.ctl._unbind_qp(qp)
-        self._qps[qp.index] = None
-        self._by_qpn.pop(qp.qp_num, None)
+        self._qps[index] = None  # from here on every use of the handle raises (`QueuePair.index`)
+        self._by_qpn.pop(qpn, None)
 
     def _clear_qp_row(self, index: int, qpn: int) -> None:
         """A QP in RESET: its row and every table row it owns zeroed (no state survives a reuse)."""

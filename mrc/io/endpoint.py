@@ -6,7 +6,10 @@ trio's DTLS endpoint):
 - one *reader* task per receive socket: ``recvmsg`` -> the transport's
   ``unframe_untrusted`` (garbage is dropped and counted, never raised) ->
   the source check -> a bounded inbox (full: the datagram is dropped and
-  counted). Source check: a packet for a connected QP must come from that
+  counted). Source check: once a QP is connected, a datagram from an address
+  that is no QP's peer is dropped before it is even decoded
+  (``rx_wrong_source``: a flood costs a set lookup each); a packet for a
+  connected QP must come from that
   QP's peer address on the NIC port it arrived on (`Peer.sent`), else it is
   dropped and counted (``rx_wrong_source``); an endpoint request is answered
   only when it comes from the peer of one of the device's QPs
@@ -111,6 +114,7 @@ class Endpoint:
         self.serving = False
         self.ep_rate, self.ep_burst = float(ep_rate), ep_burst
         self._ep_tokens, self._ep_refill = float(ep_burst), None  # token bucket of endpoint answers
+        self._allowed: set = set()  # (port, source address, UDP port or 0 in native mode) of every QP's peer
 
     # -- time -------------------------------------------------------------------------
     def now(self) -> int:
@@ -182,7 +186,8 @@ class Endpoint:
 
     async def _reader(self, port: int, sock) -> None:
         c, tp = self._counts, self.transport
-        ancsize = 256 if tp.mode == "native" else 0
+        native = tp.mode == "native"
+        ancsize = 256 if native else 0
         while True:
             for data, anc, flags, addr in await sock.recv_batch(self.rx_batch, ancsize):
                 if data is None:
@@ -192,6 +197,10 @@ class Endpoint:
                 c["rx_bytes"] += len(data)
                 if flags & MSG_TRUNC:
                     c["rx_garbage"] += 1
+                    continue
+                allowed = self._allowed
+                if allowed and (port, addr[0].split("%")[0], 0 if native else addr[1]) not in allowed:
+                    c["rx_wrong_source"] += 1  # not from any QP's peer: dropped before it costs a decode
                     continue
                 try:
                     item = tp.unframe_untrusted(port, data, anc, addr)
@@ -207,6 +216,19 @@ class Endpoint:
             depth = self._inbox.statistics().current_buffer_used
             if depth > c["inbox_peak"]:
                 c["inbox_peak"] = depth
+
+    def _peer_sources(self) -> set:
+        """Where the device's connected QPs' peers send from, per NIC port (empty: no QP connected yet, so the
+        readers let everything through to the per-packet check). Native mode matches the address only (the
+        UDP source port carries entropy)."""
+        native = self.transport.mode == "native"
+        out = set()
+        for peer in self.device.peer_addresses():
+            if isinstance(peer, Peer):
+                for k, a in enumerate(peer.addrs):
+                    if a is not None:
+                        out.add((k, a[0], 0 if native else a[1]))
+        return out
 
     def _admit(self, port: int, pkt, src) -> bool:
         """The source check (module docstring): True to hand the packet to the device."""
@@ -258,6 +280,7 @@ class Endpoint:
                 dev.handle_timer(now)
                 c["timers"] += 1
             await self._flush(now)
+            self._allowed = self._peer_sources()
             c["steps"] += 1
             self._progress.set()
             self._progress = trio.Event()

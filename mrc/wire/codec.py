@@ -228,6 +228,12 @@ def decode_batch(
     """
     if errors not in ("raise", "collect"):
         raise ValueError(f"errors = {errors!r}: 'raise' or 'collect'")
+    if isinstance(buf, np.ndarray) and (buf.dtype != np.uint8 or buf.ndim != 1):
+        raise TypeError(f"decode_batch: buf must be a 1-D uint8 array, got {buf.ndim}-D {buf.dtype} (no silent cast)")
+    offsets = np.asarray(offsets)
+    if offsets.dtype.kind not in "iu" or offsets.ndim != 1:
+        raise TypeError(f"decode_batch: offsets must be a 1-D integer array, got {offsets.ndim}-D {offsets.dtype} "
+                        "(no silent truncation)")
     buf = np.require(buf, dtype=np.uint8, requirements=["C", "W"])  # writable, as decode's (no copy if it is)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     n = len(offsets) - 1

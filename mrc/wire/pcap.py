@@ -79,6 +79,9 @@ def _unwrap(linktype: int, frame: bytes) -> bytes:
     return ip
 
 
+MAX_RECORD = 262_144  # libpcap's MAXIMUM_SNAPLEN
+
+
 def read_pcap(path: str | os.PathLike) -> Iterator[tuple[int, int, bytes | DecodeError]]:
     """Yield ``(index, time_ns, ip_bytes or DecodeError)`` for each record of a pcap file."""
     with open(path, "rb") as f:
@@ -93,7 +96,11 @@ def read_pcap(path: str | os.PathLike) -> Iterator[tuple[int, int, bytes | Decod
             endian, magic = ">", magic_be
         else:
             raise DecodeError("pcap", "magic", "not a classic pcap file (pcapng is not read)")
-        linktype = struct.unpack(endian + "I", head[20:24])[0] & 0xFFFF
+        snaplen, linktype = struct.unpack(endian + "II", head[16:24])
+        linktype &= 0xFFFF
+        # a record is at most the file's snap length, and never beyond libpcap's 262,144-byte maximum
+        # (a corrupt or hostile length must not make us allocate gigabytes)
+        max_len = min(snaplen, MAX_RECORD) if snaplen else MAX_RECORD
         scale = 1 if magic == MAGIC_NS else 1000
         index = 0
         while True:
@@ -104,6 +111,10 @@ def read_pcap(path: str | os.PathLike) -> Iterator[tuple[int, int, bytes | Decod
                 yield index, 0, DecodeError("pcap", "record", "file ends inside a record header")
                 return
             sec, frac, incl, _orig = struct.unpack(endian + "IIII", rec)
+            if incl > max_len:
+                yield index, 0, DecodeError("pcap", "incl_len", f"record {index} claims {incl} bytes, above the "
+                                            f"snap length {snaplen} / {MAX_RECORD} maximum: the file is corrupt")
+                return
             frame = f.read(incl)
             t = sec * 1_000_000_000 + frac * scale
             if len(frame) < incl:

@@ -72,3 +72,18 @@ def test_decode_of_a_non_pcap_file_is_a_clean_error(tmp_path, capsys):
     f.write_bytes(b"not a pcap file at all, clearly")
     assert main(["pcap", "decode", str(f)]) == 2
     assert "pcap.magic" in capsys.readouterr().err
+
+
+def test_read_pcap_refuses_a_record_longer_than_the_snap_length(tmp_path):
+    import struct
+
+    from mrc.wire.errors import DecodeError
+
+    f = tmp_path / "huge.pcap"
+    write_pcap(f, [bytes(60)])
+    with open(f, "ab") as out:  # a second record claiming ~4 GiB
+        out.write(struct.pack("<IIII", 0, 0, 0xFFFFFFF0, 0xFFFFFFF0) + bytes(16))
+    records = list(read_pcap(f))
+    assert len(records) == 2 and not isinstance(records[0][2], DecodeError)
+    err = records[1][2]
+    assert isinstance(err, DecodeError) and "record 1" in str(err) and "incl_len" in str(err)
