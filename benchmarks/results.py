@@ -496,11 +496,30 @@ def headlines(ctx) -> str:
             ahead = "ahead of" if sign * (v["mrc"][0] - others[best][0]) < 0 else "behind"
             notes.append(f"- **{n}**: `mrc` is {ahead} the best other transport, `{best}`, and the 95 % intervals "
                          f"do not overlap.")
-    ctx.J["headlines"] = {str(n): {"question": h["question"], "unit": h["unit"],
+    ctx.J["headlines"] = {str(n): {"question": h["question"], "unit": h["unit"], "better": h["better"],
+                                   "seeds": h["seeds"],
                                    "values": {t: dict(zip(("median", "ci_low", "ci_high"), x))
                                               for t, x in h["values"].items()}} for n, h in ctx.heads.items()}
     return (table(["#", "question (seeds)", "`roce-ecmp`", "`mrc`",
                    "best other (by median)"], rows) + "\n\n" + "\n".join(notes))
+
+
+def earlier_heads(path: pathlib.Path, skip) -> dict:
+    """The headlines of the experiments not in `skip` as an earlier run recorded them in `path` (results.json),
+    in `Ctx.heads` form: a run of some experiments keeps the others' headlines. Files written before the
+    headlines kept "better" and "seeds" take them from the unit (Gb/s: higher is better) and the run's seeds."""
+    if not path.is_file():
+        return {}
+    J = json.loads(path.read_text())
+    out = {}
+    for n, h in J.get("headlines", {}).items():
+        if int(n) in skip:
+            continue
+        out[int(n)] = {"question": h["question"], "unit": h["unit"],
+                       "better": h.get("better", "higher" if h["unit"] == "Gb/s" else "lower"),
+                       "seeds": h.get("seeds", J.get("seeds", {}).get(n, "?")),
+                       "values": {t: (v["median"], v["ci_low"], v["ci_high"]) for t, v in h["values"].items()}}
+    return out
 
 
 def fill_doc(page: pathlib.Path, tables: dict) -> None:
@@ -557,16 +576,23 @@ def main(argv=None) -> int:
             tables[n] = text
             md.append(f"## Experiment {n}\n\n{text}\n")
             print(md[-1], flush=True)
+    partial = len(only) != len(EXPERIMENTS)
+    if partial:  # the other experiments' headlines as the last full run recorded them
+        ctx.heads = {**earlier_heads(out / "results.json", only), **ctx.heads}
     tables["headlines"] = headlines(ctx)
     md.insert(0, f"## Headlines\n\n{tables['headlines']}\n")
     ctx.J["wall_s"] = time.perf_counter() - t0
-    name = "tables.md" if len(only) == len(EXPERIMENTS) else f"tables-{'-'.join(map(str, only))}.md"
+    name = "tables.md" if not partial else f"tables-{'-'.join(map(str, only))}.md"
     (out / name).write_text("\n".join(md))
     (out / name.replace("tables", "results").replace(".md", ".json")).write_text(
         json.dumps(ctx.J, indent=1, default=R._clean) + "\n")
     if a.doc:
-        if len(only) != len(EXPERIMENTS):
-            tables.pop("headlines")  # the headlines need every experiment
+        if partial and (out / "results.json").is_file():  # results.json: the page's numbers, merged
+            J = json.loads((out / "results.json").read_text())
+            J.update({k: v for k, v in ctx.J.items() if k not in ("seeds", "headlines")})
+            J.setdefault("seeds", {}).update(ctx.J["seeds"])
+            J["headlines"] = ctx.J["headlines"]
+            (out / "results.json").write_text(json.dumps(J, indent=1, default=R._clean) + "\n")
         fill_doc(pathlib.Path(a.doc), tables)
     print(f"wall {ctx.J['wall_s']:.0f} s; written to {out}", file=sys.stderr)
     return 0
