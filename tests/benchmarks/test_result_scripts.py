@@ -75,3 +75,24 @@ def test_the_ablation_refuses_a_page_without_its_block(scripts, tmp_path):
     page.write_text("a\n<!-- ablation-tables -->\nold\n<!-- /ablation-tables -->\nb\n")
     ablation.fill_doc(page, "new")
     assert page.read_text() == "a\n<!-- ablation-tables -->\nnew\n<!-- /ablation-tables -->\nb\n"
+
+
+def test_the_changes_between_two_regenerations_name_what_moved():
+    sys.path.insert(0, str(BENCH))
+    try:
+        rc = importlib.import_module("results_changes")
+    finally:
+        sys.path.remove(str(BENCH))
+
+    def s(m, lo, hi):
+        return {"median": m, "ci_low": lo, "ci_high": hi, "n": 10}
+    old = {"1": {"mrc": {"fct_us_p99": s(200.0, 199.0, 201.0), "fct_us_max": s(210.0, 209.0, 211.0)},
+                 "reps": {"fct_us_p99": s(320.0, 310.0, 330.0)}}, "seeds": {"1": "1-10"}}
+    new = {"1": {"mrc": {"fct_us_p99": s(201.0, 199.5, 202.0), "fct_us_max": s(210.0, 209.0, 211.0)},
+                 "reps": {"fct_us_p99": s(210.0, 205.0, 215.0)}, "mrc as specified": {"fct_us_p99": s(1, 1, 1)}}}
+    lines = rc.changes(old, new)
+    assert lines[0] == "experiment 1"
+    assert any(x.startswith("  reps fct_us_p99: 320 [310, 330] -> 210 [205, 215]  (-34.4 %) *") for x in lines)
+    assert any(x.startswith("  mrc fct_us_p99:") and not x.endswith("*") for x in lines)  # intervals overlap
+    assert "  mrc as specified: added" in lines
+    assert not any("fct_us_max" in x for x in rc.changes(old, new, min_change=1.0))  # unchanged: left out
