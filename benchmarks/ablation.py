@@ -1,8 +1,8 @@
 """The ablation of MRC's extensions (docs/protocol.md, "Extensions"): each one off in turn, and all of them off
 ("MRC as specified"), against `mrc` with all of them on, over the same seeds, on the scenarios where they act.
 
-    python benchmarks/ablation.py                                   # link-failure + experiments 7 and 8, seeds 1-5
-    python benchmarks/ablation.py --scenarios results/r7-t1-reboot --seeds 1-10
+    python benchmarks/ablation.py                                   # link-failure + experiment 7, seeds 1-5
+    python benchmarks/ablation.py --scenarios results/r8-link-flap --seeds 1-10   # any scenario
     python benchmarks/ablation.py --doc docs/protocol.md            # fill the <!-- ablation --> block
 
 Every scenario is a sweep (`mrc.emulator.sweep`, docs/sweeps.md) over the variants below, resumed from
@@ -43,7 +43,7 @@ SETS = ["localize.enabled=false"]
 FCT = [("fct_us_p99", "FCT p99 us"), ("fct_us_max", "FCT max us"), ("slowdown_p99", "slowdown p99"),
        ("failure0_off_99_us", "99 % off us"), ("counters_timeouts", "timeouts")]
 CCT = [("cct_us_max", "slowest ring us"), ("cct_us_mean", "mean ring us"), ("fct_us_max", "max step FCT us"),
-       ("failure0_off_99_us", "99 % off us"), ("counters_timeouts", "timeouts")]
+       ("counters_drops_link_down", "link-down drops"), ("counters_timeouts", "timeouts")]
 SCENARIOS = {
     "link-failure": ("k=8 fat-tree, 128 x 2 MB permutation, one T1-T2 link down at 50 us, permanently", FCT),
     "results/r7-t1-reboot": ("docs/results.md experiment 7: k=8 ring all-reduce (8 rings of 16, 4 MB), a T1 "
@@ -53,11 +53,13 @@ SCENARIOS = {
 }
 
 
-def cell_text(v: np.ndarray, ref: tuple | None) -> str:
+def cell_text(v: np.ndarray, ref: tuple | None, count: bool = False) -> str:
+    """``median [low, high]`` of `v`, ``*`` when the interval leaves `ref`'s; `count`: whole numbers."""
     med, lo, hi = median_ci(v)
     if np.isnan(med):
         return "-"
-    s = sfmt(med) if np.isnan(lo) else f"{sfmt(med)} [{sfmt(lo)}, {sfmt(hi)}]"
+    f = (lambda x: f"{x:,.0f}") if count else sfmt
+    s = f(med) if np.isnan(lo) else f"{f(med)} [{f(lo)}, {f(hi)}]"
     if ref is not None and not (np.isnan(lo) or np.isnan(ref[1])) and (hi < ref[1] or lo > ref[2]):  # no overlap
         s += " *"
     return s
@@ -80,7 +82,8 @@ def ablate(name: str, seeds: str, runs: pathlib.Path, client) -> str:
     for v, label in VARIANTS:
         g = ok[ok["transport"] == v]
         rows.append(f"| {label} | " + " | ".join(
-            cell_text(metric_values(g, c), None if v == "mrc" else refs[c]) for c, _ in cols) + " |")
+            cell_text(metric_values(g, c), None if v == "mrc" else refs[c], c.startswith("counters_"))
+            for c, _ in cols) + " |")
     cmd = (f"mrc emu sweep {name} --transports {','.join(v for v, _ in VARIANTS)} --seeds {seeds} "
            + " ".join(f"--set {x}" for x in SETS))
     return f"**{name}** ({what}), seeds {seeds}:\n\n`{cmd}`\n\n" + "\n".join(rows)
@@ -96,7 +99,8 @@ def fill_doc(page: pathlib.Path, text: str) -> None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scenarios", default=",".join(SCENARIOS), help="comma-separated scenario names")
+    ap.add_argument("--scenarios", default="link-failure,results/r7-t1-reboot",
+                    help="comma-separated scenario names (library or files)")
     ap.add_argument("--seeds", default="1-5")
     ap.add_argument("--runs", default="runs/ablation")
     ap.add_argument("--doc", default=None, help="page whose <!-- ablation-tables --> block gets the tables")
