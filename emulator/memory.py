@@ -9,7 +9,7 @@ Two checks, each before the tables it counts exist:
 - `check_run` (from `sim.Simulation`, once the workload's flows are drawn and before the transport's and
   the engine's tables): all of the above plus the flows, the transport's tables (each transport's
   ``memory(topo, flows, params)``, row by row as its ``setup`` allocates), the packet pool, the trace, the
-  capture and the sampled time series.
+  capture and the sampled time series; and, on a cold start, what compiling takes (`COMPILE_BYTES`).
 
 Every part is a row count times the bytes of its numpy dtype, plus `BASE_BYTES` for the interpreter,
 numpy, numba and the loaded compiled code. Tables are counted whole, although numpy's zeroed tables only
@@ -34,6 +34,9 @@ GIB = 1 << 30
 # The interpreter, numpy, numba and the emulator's compiled code once loaded: peak RSS of a run whose tables
 # are negligible (incast, 16 hosts: 230-250 MB on this machine, benchmarks in docs/emulator.md), rounded up.
 BASE_BYTES = 256 << 20
+# A cold start (the first run of a code version, `coldstart.is_cold`) compiles first: numba and LLVM then
+# hold about this much more (incast's first run peaked at 1,602 MB, against 245 MB once compiled).
+COMPILE_BYTES = 1400 << 20
 SERIES_VALUE_BYTES = 32  # one sampled value: a Python float (24 B) and its list slot (8 B)
 
 
@@ -206,7 +209,11 @@ def run_parts(sc, flows: np.ndarray) -> Estimate:
     from mrc.emulator.sim import GROUPS
     from mrc.wire.records import PKT
 
+    from mrc.emulator import coldstart
+
     est = fabric_parts(sc.topo.spec)
+    if coldstart.is_cold():
+        est.parts.insert(1, Part("compiling", COMPILE_BYTES, None))
     nf = len(flows)
     tmod = transports.get(sc.transport_name)
     wl = ("workload", f"{nf:,} flows")
