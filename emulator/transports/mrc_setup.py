@@ -245,8 +245,9 @@ def _ideal(F, src, dst, ev, sizes, mtu, planes_used, hdr_data, hdr_sack, framing
 # ---------------------------------------------------------------- setup
 
 
-def window_of(topo, sizes: np.ndarray, p: dict) -> tuple[int, int, int]:
-    """(PSN window rows per flow, MPR, planes a QP uses) for flows of these sizes."""
+def window_of(topo, sizes: np.ndarray, p: dict) -> dict:
+    """The QPs' windows for flows of these sizes: ``window`` (PSN rows per flow), ``mpr``, ``planes_used``, and
+    what they come from: ``link`` (b/s), ``base_rtt`` (ps), ``max_window`` (bytes)."""
     mtu = p["mtu"]
     max_pkts = int(((sizes + mtu - 1) // mtu).max()) if len(sizes) else 1
     if max_pkts >= 1 << 23:
@@ -262,7 +263,8 @@ def window_of(topo, sizes: np.ndarray, p: dict) -> tuple[int, int, int]:
     window = 128
     while window < min(want * 128, max_pkts):
         window <<= 1
-    return window, min(want, window // 128), planes_used
+    return dict(window=window, mpr=min(want, window // 128), planes_used=planes_used, link=link, base_rtt=base_rtt,
+                max_window=max_window)
 
 
 def memory(topo, flows: np.ndarray, p: dict) -> int:
@@ -270,7 +272,7 @@ def memory(topo, flows: np.ndarray, p: dict) -> int:
     `emulator.memory` adds it to the run's estimate; keep it in step with `setup`."""
     nf, H, P = len(flows), topo.n_hosts, topo.n_planes
     n_qp = max(2 * nf, 1)
-    window, _, _ = window_of(topo, flows["size"].astype(np.int64), p)
+    window = window_of(topo, flows["size"].astype(np.int64), p)["window"]
     max_ev = profile_sizes(topo, p)
     rows = max(nf, 1)
     core = (n_qp * (D.QP.itemsize + max_ev * (D.EV.itemsize + 2 + 16))  # qp, ev, ev_order; ev_vals, ev_planes
@@ -291,7 +293,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     dst = flows["dst"].astype(np.int64)
     sizes = flows["size"].astype(np.int64)
     mtu = p["mtu"]
-    window, mpr, planes_used = window_of(topo, sizes, p)
+    w = window_of(topo, sizes, p)
+    window, mpr, planes_used = w["window"], w["mpr"], w["planes_used"]
+    link, base_rtt, max_window = w["link"], w["base_rtt"], w["max_window"]
 
     ep = np.zeros(n_qp + H, ST.EP)
     ep["timer_at"] = ST.NEVER
