@@ -248,8 +248,12 @@ def encode(topo, cap: np.ndarray, cap_hdr: np.ndarray, dscp=None) -> list[bytes]
     pk["port"] = cap["plane"]
     trimmed = cap["trim"] != 0
     # a trimmed row keeps the payload left after the cut; encode it 4 bytes longer (headers + zeros up to at
-    # least the cut; the ICRC is not on a trimmed packet) and cut it as the switch did
-    pk["payload_len"][trimmed] += 4
+    # least the cut; the ICRC is not on a trimmed packet) and cut it as the switch did. A kind that carries no
+    # payload (a probe) is encoded whole: a cut can only fall in its ICRC, and it must not gain payload bytes
+    # (the decoder refuses payload on such a kind)
+    from mrc.wire.layout import H_NO_PAYLOAD, HEADER_TABLE
+
+    pk["payload_len"][trimmed & ((HEADER_TABLE[pk["opcode"]] & H_NO_PAYLOAD) == 0)] += 4
     srv6 = cap["fwd"] == ST.FWD_SRV6
     ecmp = cap["fwd"] == ST.FWD_ECMP
     net = np.zeros(n, NET)

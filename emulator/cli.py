@@ -1,6 +1,7 @@
 """``mrc emu``: run, compare and sweep scenarios, localise faults, write reports, list the scenario library.
 
     mrc emu run SCENARIO [--transport NAME[:key=value,...]] [--out DIR] [--seed N] [--set key=value ...]
+                         [--max-memory SIZE] [--dry-run]
     mrc emu compare SCENARIO --transports a,b[:key=value...] [--out DIR] [--seed N] [--set ...]
     mrc emu sweep SCENARIO [--transports ...] [--seeds 1-10] [--grid KEY=V1,V2 ...] ... (`sweeps.cli`)
     mrc emu localize DIR [--json]
@@ -28,6 +29,8 @@ def register(parser):
     _common(r)
     r.add_argument("--transport", help="run this transport instead of the scenario's: name or "
                    "name:key=value,key=value (e.g. roce-ecmp:lossless=false)")
+    r.add_argument("--dry-run", action="store_true", help="check the scenario, print the run's memory estimate "
+                   "part by part and the limit it must fit, and stop (nothing is simulated)")
     r.set_defaults(func=cmd_run)
     c = sub.add_parser("compare", help="run one scenario with several transports: one table, one CDF plot",
                        description="Run the same scenario and seed once per transport; print one table and "
@@ -66,6 +69,7 @@ def _common(p):
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key, e.g. --set switch.queue_bytes=100000 (repeatable)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--max-memory", metavar="SIZE", help=MAX_MEMORY_HELP)
     p.add_argument("--no-plots", action="store_true", help="do not write plots and report.html")
     p.add_argument("--plot-format", default="png", help="plot formats: png, pdf, svg or several, comma-separated "
                    "(default png; PNG at 300 dpi)")
@@ -73,6 +77,11 @@ def _common(p):
                    "capture.pcapng (comma-separated names or patterns: p0.t1.3:d5, h0, 'p*.t0.*:up*'; window and "
                    "budget: --set capture.start_us=.. capture.end_us=.. capture.max_packets=..)")
 
+
+
+MAX_MEMORY_HELP = ("refuse the run (before anything is allocated) if its memory estimate is above SIZE: bytes, or "
+                   "a number with K, M, G or T (e.g. 8G); the memory available (MemAvailable) is always a limit. "
+                   "Same as --set engine.max_memory=SIZE")
 
 
 def _progress(args) -> bool:
@@ -89,6 +98,11 @@ def parse_transport(spec: str) -> tuple[str, dict]:
 def _sets(args) -> list:
     """The --set overrides plus --capture (as ``capture.ports``)."""
     sets = list(args.sets)
+    if getattr(args, "max_memory", None) is not None:
+        from mrc.emulator import memory
+
+        memory.parse_size(args.max_memory, "--max-memory")
+        sets.append(f"engine.max_memory={json.dumps(args.max_memory)}")
     if args.capture is not None:
         ports = [p.strip() for p in args.capture.split(",") if p.strip()]
         if not ports:
@@ -135,6 +149,8 @@ def cmd_run(args) -> int:
         data = tspec.apply(data, args.transport, "--transport", commas=True)
     sc = scenario.parse(data, name, base_dir)
     label = args.transport.strip() if args.transport else sc.transport_name
+    if args.dry_run:
+        return _dry_run(sc, label)
     out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / tspec.dirname(label) / f"seed{sc.seed}"
     _writable_dir(out)
     cold = coldstart.Compiling()
@@ -153,6 +169,25 @@ def cmd_run(args) -> int:
         print(f"captured {c['packets']:,} packets on {len(c['ports'])} port(s) into {out / c['file']}"
               + (f" ({c['missed']:,} more past the budget of {c['max_packets']:,})" if c["missed"] else ""))
     print(f"results: {out}")
+    return 0
+
+
+def _dry_run(sc, label: str) -> int:
+    """Print the run's memory estimate (`memory.run_parts`) and its limit; refuse as a run would."""
+    import numpy as np
+
+    from mrc.emulator import memory, workloads
+
+    wl, _, _ = np.random.SeedSequence(sc.seed).spawn(3)
+    flows = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl)).flows
+    est = memory.run_parts(sc, flows)
+    cap, what = memory.limit(sc.max_memory)
+    print(f"{sc.name} ({label}, seed {sc.seed}): {sc.topo.n_hosts:,} hosts, {sc.topo.n_ports:,} ports, "
+          f"{len(flows):,} flows; memory estimate:")
+    print("\n".join(est.lines()))
+    print(f"limit: {what}")
+    memory.check(est, sc.max_memory)
+    print("fits: the run would start")
     return 0
 
 

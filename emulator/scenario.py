@@ -16,7 +16,8 @@ until every flow ended, at most 1 s), and the tables:
 - ``[localize]``: ``enabled`` and the localiser's parameters (`localize.parse`);
 - ``[metrics]``: ``sample_us``, ``ports``, ``plots``, ``trace_flows``, ``flow_series``,
   ``trace_capacity``, ``reroute_window_us``, ``recovery_pct``; ``[engine]``:
-  ``pool_packets``, ``chunk_events``.
+  ``pool_packets``, ``chunk_events``, ``max_memory`` (a size, e.g. ``"8G"``: the run is refused if its
+  memory estimate is above it, or above the memory available; `memory`).
 
 Every unknown key and every bad value raises `ConfigError` naming the key
 (``switch.queue_bytes``, ``workload[1].size_bytes``, ``failures[0].link``).
@@ -30,7 +31,7 @@ import pathlib
 import tomllib
 from typing import Any
 
-from mrc.emulator import scenarios, transports
+from mrc.emulator import memory, scenarios, transports
 from mrc.emulator import state as ST
 from mrc.emulator.capture import CaptureConfig
 from mrc.emulator.capture import parse as parse_capture
@@ -128,6 +129,7 @@ class Scenario:
     base_dir: pathlib.Path | None
     capture: CaptureConfig = CaptureConfig()  # [capture]: ports whose packets go to capture.pcapng
     localize: LocalizeConfig = LocalizeConfig()  # [localize]: the controller's fault localisation (MRC transports)
+    max_memory: int | None = None  # engine.max_memory (bytes): the run's memory estimate must stay below it
 
     @property
     def end_us(self) -> float:
@@ -214,7 +216,12 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     topo_t = top.raw("topology")
     if not isinstance(topo_t, dict):
         raise ConfigError("topology", topo_t, "must be a table of topology keys (or a preset)")
-    topo = Topology(resolve(topo_t, where="topology"), ecmp_seed=seed)
+    spec = resolve(topo_t, where="topology")
+    # the fabric's memory, checked before the Topology is built (a fat-tree k = 128 stops here, at once)
+    eng = data.get("engine")
+    max_mem = memory.parse_size(eng["max_memory"]) if isinstance(eng, dict) and "max_memory" in eng else None
+    memory.check_fabric(spec, max_mem)
+    topo = Topology(spec, ecmp_seed=seed)
     tt = top.table("transport")
     tname = tt.str("name")
     tmod = transports.get(tname)
@@ -248,18 +255,19 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
                       mt.num("reroute_window_us", 50.0, lo=0), mt.num("recovery_pct", 10.0, lo=0, hi=100, lo_open=True),
                       tuple(fs), mt.str("baseline", "auto"))
     mt.done()
-    check_memory("metrics.trace_capacity", metrics.trace_capacity, metrics.trace_capacity * ST.TRACE.itemsize)
+    check_memory("metrics.trace_capacity", metrics.trace_capacity, metrics.trace_capacity * ST.TRACE.itemsize, max_mem)
     cap = parse_capture(top.table("capture", {}), topo, duration)
     loc = parse_localize(top.table("localize", {}))
     et = top.table("engine", {})
     pool = et.int("pool_packets", None, lo=256, hi=1 << 31)  # None: sized from the workload (state.pool_rows_for)
     if pool is not None:
-        check_memory("engine.pool_packets", pool, pool * (ST.PKTE.itemsize + ST.PKT.itemsize + 4))
+        check_memory("engine.pool_packets", pool, pool * (ST.PKTE.itemsize + ST.PKT.itemsize + 4), max_mem)
     chunk = et.int("chunk_events", 2_000_000, lo=1000)
+    et.raw("max_memory", None)  # read (and checked) above, before the fabric
     et.done()
     top.done()
     return Scenario(name, desc, seed, duration, topo, sw, tname, tparams, jobs, failures, metrics, pool, chunk,
-                    data, pathlib.Path(base_dir) if base_dir is not None else None, cap, loc)
+                    data, pathlib.Path(base_dir) if base_dir is not None else None, cap, loc, max_mem)
 
 
 # ---------------------------------------------------------------- resource bounds
@@ -268,24 +276,15 @@ MIN_SAMPLE_US = 0.01  # metrics.sample_us below 10 ns samples faster than any ev
 MAX_SAMPLES = 10_000_000  # time-series rows over duration_us
 
 
-def available_memory() -> int | None:
-    """Bytes of memory the kernel says are available (Linux ``MemAvailable``), None if unknown."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
+available_memory = memory.available_memory
 
 
-def check_memory(key: str, value, nbytes: int) -> None:
-    """Refuse, before anything is allocated, a setting whose arrays alone need more memory than is available."""
-    avail = available_memory()
-    if avail is not None and nbytes > avail:
-        raise ConfigError(key, value, f"needs about {nbytes / 2**30:,.1f} GiB, more than the "
-                          f"{avail / 2**30:,.1f} GiB of memory available")
+def check_memory(key: str, value, nbytes: int, max_memory: int | None = None) -> None:
+    """Refuse, before anything is allocated, a setting whose arrays alone need more memory than is available
+    (or than ``engine.max_memory``). The whole run is estimated later (`memory.check_run`)."""
+    cap, what = memory.limit(max_memory)
+    if cap is not None and nbytes > cap:
+        raise ConfigError(key, value, f"needs about {nbytes / 2**30:,.1f} GiB, more than {what}")
 
 
 # ---------------------------------------------------------------- sections

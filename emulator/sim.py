@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, localize, sampling, transports, workloads
+from mrc.emulator import build, engine, localize, memory, sampling, transports, workloads
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
@@ -220,6 +220,7 @@ class Simulation:
         self.sc = sc
         wl, tp, eg = np.random.SeedSequence(sc.seed).spawn(3)
         self.flowset = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl))
+        self.memory = memory.check_run(sc, self.flowset.flows)  # before the transport's and engine's tables
         ep, self.T = build.transport(sc, self.flowset, np.random.default_rng(tp))
         self.E = build.engine(sc, self.flowset, ep, int(eg.generate_state(1, np.uint64)[0]))
         self.F = sc.topo.arrays

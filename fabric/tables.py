@@ -142,6 +142,28 @@ def build_tables(spec, a: dict) -> dict:
     return dict(tbl_start=tbl_start, tbl=tbl, **hash_tables(tbl_start, tbl))
 
 
+def table_sizes(spec) -> tuple[int, int, int]:
+    """(entries, hash slots, nodes) `build_tables` makes for `spec`, counted from its shape alone (nothing is
+    built): what a memory estimate needs before the fabric exists."""
+    from mrc.fabric.build import shape
+
+    sh = shape(spec)
+    P, H, hpl = spec.planes, spec.hosts, spec.hosts_per_leaf
+    n_sw = sh["n_sw"]
+    if spec.tiers == 2:
+        L, U = n_sw[0], n_sw[1]
+        per_node = [(L, 1 + U + hpl), (U, L + 1)]
+    else:
+        A = sh["t1_per_pod"]
+        per_node = [(n_sw[0], 1 + A + A * A + hpl), (n_sw[1], 2 * A + 1), (n_sw[2], n_sw[0] + 1)]
+    groups = [(H, P)] + [(P * n, m) for n, m in per_node]
+
+    def slots(m):
+        return 1 << int(np.ceil(np.log2(max(2 * m, 2))))
+
+    return (sum(n * m for n, m in groups), sum(n * slots(m) for n, m in groups), sum(n for n, _ in groups))
+
+
 HASH_MULT = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing (Knuth): 2^64 / golden ratio
 
 

@@ -29,6 +29,8 @@ def register(p):
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario key in every cell (repeatable)")
     p.add_argument("--out", help="results directory (default: runs/<scenario>/sweep, or the sweep.toml's directory)")
+    p.add_argument("--max-memory", metavar="SIZE", help="refuse a cell whose memory estimate is above SIZE (e.g. 8G; "
+                   "as --set engine.max_memory=SIZE); the memory available is always a limit")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--workers", type=int, help="worker processes of the local Dask cluster (default: the core count)")
     g.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask cluster's scheduler, tcp://HOST:PORT")
@@ -57,6 +59,13 @@ def cmd_sweep(args) -> int:
     else:
         out = pathlib.Path("runs") / spec.make(args.scenario, args.transports, "1", (), args.sets).name / "sweep"
     seeds = args.seeds if args.seeds is not None else (None if from_file else "1-10")
+    if args.max_memory is not None:
+        import json
+
+        from mrc.emulator import memory
+
+        memory.parse_size(args.max_memory, "--max-memory")
+        args.sets = [*args.sets, f"engine.max_memory={json.dumps(args.max_memory)}"]
     try:
         df = sweep(args.scenario, transports=args.transports, seeds=seeds, grid=args.grid, sets=args.sets, out=out,
                    workers=args.workers, scheduler=args.scheduler, resume=args.resume, cell_timeout=args.cell_timeout_s,

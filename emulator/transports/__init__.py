@@ -7,7 +7,8 @@ Each transport is a compiled module (`roce` with `dcqcn`; `mrcqp` with
 ``parse(table, topo) -> params``, ``switch_defaults(params)``,
 ``check_switch(params, switch)`` and ``setup(topo, flows, params, switch,
 rng, switch_latency_ps) -> (EP rows, Transports fields, ideal FCT per flow)``,
-and optionally ``collect(T) -> dict`` (what the results keep of its state).
+``memory(topo, flows, params) -> bytes`` (what ``setup`` will allocate, counted without
+allocating: `emulator.memory`), and optionally ``collect(T) -> dict`` (what the results keep of its state).
 `dispatch` is the compiled interface the engine calls (docs/emulator.md,
 "Adding a transport").
 """

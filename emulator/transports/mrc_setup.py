@@ -141,6 +141,9 @@ class Variant:
     def setup(self, topo, flows, p, sw, rng, lat):
         return setup(topo, flows, p, sw, rng, lat)
 
+    def memory(self, topo, flows, p) -> int:
+        return memory(topo, flows, p)
+
     def collect(self, T) -> dict:
         return collect(T)
 
@@ -242,6 +245,44 @@ def _ideal(F, src, dst, ev, sizes, mtu, planes_used, hdr_data, hdr_sack, framing
 # ---------------------------------------------------------------- setup
 
 
+def window_of(topo, sizes: np.ndarray, p: dict) -> dict:
+    """The QPs' windows for flows of these sizes: ``window`` (PSN rows per flow), ``mpr``, ``planes_used``, and
+    what they come from: ``link`` (b/s), ``base_rtt`` (ps), ``max_window`` (bytes)."""
+    mtu = p["mtu"]
+    max_pkts = int(((sizes + mtu - 1) // mtu).max()) if len(sizes) else 1
+    if max_pkts >= 1 << 23:
+        raise ConfigError("workload.size_bytes", int(sizes.max()), f"more than 2^23 packets of {mtu} B in one flow "
+                          "(half the 24-bit PSN space)")
+    # the QP's largest window: NSCC's max_cwnd (1.5 BDP of the planes it uses) or the fixed window
+    link = int(topo.port[0]["rate"])
+    planes_used = 1 if p["ev_policy"] == "ONE" else topo.n_planes
+    base_rtt = int(round(p["base_rtt_us"] * US))
+    bdp = planes_used * link * base_rtt // (8 * 10**12)
+    max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
+    want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
+    window = 128
+    while window < min(want * 128, max_pkts):
+        window <<= 1
+    return dict(window=window, mpr=min(want, window // 128), planes_used=planes_used, link=link, base_rtt=base_rtt,
+                max_window=max_window)
+
+
+def memory(topo, flows: np.ndarray, p: dict) -> int:
+    """Bytes `setup` allocates for these flows (its tables row by row; nothing is allocated here).
+    `emulator.memory` adds it to the run's estimate; keep it in step with `setup`."""
+    nf, H, P = len(flows), topo.n_hosts, topo.n_planes
+    n_qp = max(2 * nf, 1)
+    window = window_of(topo, flows["size"].astype(np.int64), p)["window"]
+    max_ev = profile_sizes(topo, p)
+    rows = max(nf, 1)
+    core = (n_qp * (D.QP.itemsize + max_ev * (D.EV.itemsize + 2 + 16))  # qp, ev, ev_order; ev_vals, ev_planes
+            + rows * (window * (D.TX.itemsize + D.RX.itemsize) + D.WR.itemsize) + 4096 * D.EVT.itemsize)
+    cap = 4 * nf + 4096  # controller requests: at most two per (host, peer) pair each way, plus 4096
+    ends = (2 * nf + H) * (ST.EP.itemsize + 4 * P * mrcqp.N_NX * 2) + n_qp * 6 * 8  # ep, mrc_next; pin, rngs, ...
+    return (core + ends + H * mrcctl.HC.itemsize + cap * (mrcctl.CQ.itemsize + 4)
+            + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8)
+
+
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
     """Endpoints (2 per flow + 1 controller per host), the Transports fields, each flow's ideal FCT."""
     nf = len(flows)
@@ -252,21 +293,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     dst = flows["dst"].astype(np.int64)
     sizes = flows["size"].astype(np.int64)
     mtu = p["mtu"]
-    max_pkts = int(((sizes + mtu - 1) // mtu).max()) if nf else 1
-    if max_pkts >= 1 << 23:
-        raise ConfigError("workload.size_bytes", int(sizes.max()), f"more than 2^23 packets of {mtu} B in one flow "
-                          "(half the 24-bit PSN space)")
-    # the QP's largest window: NSCC's max_cwnd (1.5 BDP of the planes it uses) or the fixed window
-    link = int(topo.port[0]["rate"])
-    planes_used = 1 if p["ev_policy"] == "ONE" else P
-    base_rtt = int(round(p["base_rtt_us"] * US))
-    bdp = planes_used * link * base_rtt // (8 * 10**12)
-    max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
-    want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
-    window = 128
-    while window < min(want * 128, max_pkts):
-        window <<= 1
-    mpr = min(want, window // 128)
+    w = window_of(topo, sizes, p)
+    window, mpr, planes_used = w["window"], w["mpr"], w["planes_used"]
+    link, base_rtt, max_window = w["link"], w["base_rtt"], w["max_window"]
 
     ep = np.zeros(n_qp + H, ST.EP)
     ep["timer_at"] = ST.NEVER

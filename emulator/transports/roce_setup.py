@@ -221,6 +221,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     return ep, {"roce": R, "roce_p": rp}, ideal
 
 
+def memory(topo, flows: np.ndarray, p: dict) -> int:
+    """Bytes `setup` allocates for these flows (nothing is allocated here; `emulator.memory` adds it to
+    the run's estimate): two endpoints and two ROCE rows per flow, and a dozen per-flow columns."""
+    return len(flows) * (2 * (ST.EP.itemsize + roce.ROCE.itemsize) + 12 * 8)
+
+
 def flow_series(T, E, flows: list, t: int) -> dict:
     """Per flow (its requester QP), at time t: DCQCN current and target rate (Gb/s), alpha (as of t,
     computed without touching the lazily updated state), CNPs received, rate cuts, bytes acknowledged."""

@@ -51,7 +51,7 @@ class Codec:
                               "bytes were given")
         total = encoded_len(p, 0, net, 0)
         if total < 0:
-            raise encode_error(-total)
+            raise encode_error(-total, p[0])
         if total > len(self._buf):
             self._buf = np.empty(total, dtype=np.uint8)
         arena = _readonly_bytes(payload) if payload else _EMPTY

@@ -81,7 +81,7 @@ def encode(pkt, net, payload: bytes | None = None, *, csum_offload: bool = False
         arena, pay_off = _readonly_bytes(payload), 0
     total = encoded_len(p, 0, n, 0)
     if total < 0:
-        raise encode_error(-total)
+        raise encode_error(-total, p[0])
     buf = np.empty(total, dtype=np.uint8)
     encode_checked(p, 0, n, 0, arena, pay_off, buf, 0, total, bool(csum_offload))
     return buf.tobytes()
@@ -118,7 +118,7 @@ def decode(
         buf, 0, len(buf), pkts, 0, nets, 0, int(EvMode(ev_mode)), int(dport), dscp.classes, bool(verify_icrc), bool(verify_udp)
     )
     if code:
-        raise decode_error(code)
+        raise decode_error(code, pkt=pkts[0])
     pkts[0]["port"] = port
     return pkts[0], nets[0], buf[pay : pay + int(pkts[0]["payload_len"])].tobytes()
 
@@ -180,7 +180,7 @@ def encode_batch(pkts: np.ndarray, nets: np.ndarray, arena: np.ndarray | None = 
     lengths = np.zeros(len(pkts), dtype=np.int64)
     i, code = _batch_lengths(pkts, nets, lengths)
     if i >= 0:
-        err = encode_error(code)
+        err = encode_error(code, pkts[i])
         err.args = (f"packet {i}: {err.args[0]}",)
         err.index = i
         raise err
@@ -224,7 +224,7 @@ def decode_batch(
     ``buf[pay_offsets[k] : pay_offsets[k] + pkts['payload_len'][k]]``.
     ``errors="raise"`` raises the first packet's `DecodeError` (with ``.index``);
     ``errors="collect"`` leaves a non-zero code per bad packet
-    (`mrc.wire.errors.decode_error(code)` gives its message).
+    (`mrc.wire.errors.decode_error(code, pkt=pkts[k])` gives its message).
     """
     if errors not in ("raise", "collect"):
         raise ValueError(f"errors = {errors!r}: 'raise' or 'collect'")
@@ -248,7 +248,7 @@ def decode_batch(
     )
     if bad and errors == "raise":
         i = int(np.flatnonzero(codes)[0])
-        err = decode_error(int(codes[i]))
+        err = decode_error(int(codes[i]), pkt=pkts[i])
         err.args = (f"packet {i}: {err.args[0]}",)
         err.index = i
         raise err

@@ -82,6 +82,8 @@ E_ICRC = _code(40, "ICRC", "icrc", "invariant CRC is wrong and the DSCP does not
 E_ETH_TYPE = _code(41, "Ethernet", "type", "not IPv4 (0x0800) or IPv6 (0x86dd)")
 E_EV_MODE = _code(42, "NET", "ev_mode", "unknown EV mode")
 E_ETH_TRUNC_VLAN = _code(43, "802.1Q", "type", "frame shorter than its VLAN tag")
+E_PAYLOAD_NONE = _code(44, "payload", "payload_len", "bytes after the headers of a packet kind that carries no payload")
+E_PADCNT = _code(45, "BTH", "padcnt", "pad count exceeds the payload length")
 # --- encode ---
 W_OPCODE = _code(60, "BTH", "opcode", "unknown opcode")
 W_BTH_WIDTH = _code(61, "BTH", "se/mig/padcnt/tver/fecn/becn/ackreq/bth_r/rtx/ts", "value wider than its bit field")
@@ -106,13 +108,32 @@ W_TOO_LONG = _code(79, "IPv6", "plen", "packet longer than 65535 bytes")
 W_BUFFER = _code(80, "buffer", "size", "output buffer too small")
 W_EV_MODE = _code(81, "NET", "ev_mode", "unknown EV mode")
 W_OUTER_FLOW = _code(82, "IPv6(outer)", "outer_flow_label", "wider than 20 bits")
+W_PAYLOAD_NONE = _code(83, "PKT", "payload_len", "payload on a packet kind that carries none")
+W_PADCNT = _code(84, "BTH", "padcnt", "pad count exceeds the payload length")
 
 
-def decode_error(code: int, offset: int | None = None) -> DecodeError:
+def _problem(code: int, problem: str, pkt) -> str:
+    """The problem of `code`, with the values of the `PKT` row `pkt` where they make it clearer."""
+    if pkt is None:
+        return problem
+    if code in (E_PAYLOAD_NONE, W_PAYLOAD_NONE):
+        from mrc.wire.constants import Opcode
+
+        op = int(pkt["opcode"])
+        name = Opcode(op).name if op in Opcode._value2member_map_ else f"0x{op:02x}"
+        return f"payload of {int(pkt['payload_len'])} bytes on a {name} packet, which carries none"
+    if code in (E_PADCNT, W_PADCNT):
+        return f"pad count {int(pkt['padcnt'])} exceeds the payload length {int(pkt['payload_len'])}"
+    return problem
+
+
+def decode_error(code: int, offset: int | None = None, pkt=None) -> DecodeError:
+    """The `DecodeError` of `code`; `pkt` (the row the decoder filled) adds the values where they matter."""
     header, field, problem = CODES.get(code, ("packet", "?", f"error code {code}"))
-    return DecodeError(header, field, problem, offset)
+    return DecodeError(header, field, _problem(code, problem, pkt), offset)
 
 
-def encode_error(code: int) -> EncodeError:
+def encode_error(code: int, pkt=None) -> EncodeError:
+    """The `EncodeError` of `code`; `pkt` (the row being encoded) adds the values where they matter."""
     header, field, problem = CODES.get(code, ("packet", "?", f"error code {code}"))
-    return EncodeError(header, field, problem)
+    return EncodeError(header, field, _problem(code, problem, pkt))

@@ -26,6 +26,10 @@ H_PETH = 1 << 10
 H_ERTH = 1 << 11
 H_EETH = 1 << 12
 H_CNP = 1 << 13
+# The packet kind carries no payload: nothing but its ICRC may follow its headers. IBTA: ACK, atomic
+# ACK, RDMA READ request and the atomic requests carry none; CNP's 16 bytes are a header (Annex A17).
+# MRC (EMU, NS3): ACK, SACK, NACK, probe and the endpoint request / response are header-only.
+H_NO_PAYLOAD = 1 << 14
 
 O = Opcode
 _MRC_DATA = H_KNOWN | H_METH | H_TSETH_IF_TS | H_RETH
@@ -42,28 +46,28 @@ HEADERS_BY_OPCODE: dict[int, int] = {
     O.RC_RDMA_WRITE_LAST_IMM: H_KNOWN | H_IMMDT,
     O.RC_RDMA_WRITE_ONLY: H_KNOWN | H_RETH,
     O.RC_RDMA_WRITE_ONLY_IMM: H_KNOWN | H_RETH | H_IMMDT,
-    O.RC_RDMA_READ_REQUEST: H_KNOWN | H_RETH,
+    O.RC_RDMA_READ_REQUEST: H_KNOWN | H_RETH | H_NO_PAYLOAD,
     O.RC_RDMA_READ_RESPONSE_FIRST: H_KNOWN | H_AETH,
     O.RC_RDMA_READ_RESPONSE_MIDDLE: H_KNOWN,
     O.RC_RDMA_READ_RESPONSE_LAST: H_KNOWN | H_AETH,
     O.RC_RDMA_READ_RESPONSE_ONLY: H_KNOWN | H_AETH,
-    O.RC_ACKNOWLEDGE: H_KNOWN | H_AETH,
-    O.RC_ATOMIC_ACKNOWLEDGE: H_KNOWN | H_AETH | H_ATOMICACKETH,
-    O.RC_CMP_SWAP: H_KNOWN | H_ATOMICETH,
-    O.RC_FETCH_ADD: H_KNOWN | H_ATOMICETH,
-    O.CNP: H_KNOWN | H_CNP,
+    O.RC_ACKNOWLEDGE: H_KNOWN | H_AETH | H_NO_PAYLOAD,
+    O.RC_ATOMIC_ACKNOWLEDGE: H_KNOWN | H_AETH | H_ATOMICACKETH | H_NO_PAYLOAD,
+    O.RC_CMP_SWAP: H_KNOWN | H_ATOMICETH | H_NO_PAYLOAD,
+    O.RC_FETCH_ADD: H_KNOWN | H_ATOMICETH | H_NO_PAYLOAD,
+    O.CNP: H_KNOWN | H_CNP | H_NO_PAYLOAD,
     O.MRC_WRITE_FIRST: _MRC_DATA,
     O.MRC_WRITE_MIDDLE: _MRC_DATA,
     O.MRC_WRITE_LAST: _MRC_DATA,
     O.MRC_WRITE_LAST_IMM: _MRC_DATA | H_IMMDT,
     O.MRC_WRITE_ONLY: _MRC_DATA,
     O.MRC_WRITE_ONLY_IMM: _MRC_DATA | H_IMMDT,
-    O.MRC_ACKNOWLEDGE: H_KNOWN | H_AETH,
-    O.MRC_ENDPOINT_REQUEST: H_KNOWN | H_ERTH,
-    O.MRC_ENDPOINT_RESPONSE: H_KNOWN | H_EETH,
-    O.MRC_RELIABILITY_SACK: H_KNOWN | H_SETH,
-    O.MRC_RELIABILITY_NACK: H_KNOWN | H_NETH,
-    O.MRC_RELIABILITY_PROBE: H_KNOWN | H_PETH,
+    O.MRC_ACKNOWLEDGE: H_KNOWN | H_AETH | H_NO_PAYLOAD,
+    O.MRC_ENDPOINT_REQUEST: H_KNOWN | H_ERTH | H_NO_PAYLOAD,
+    O.MRC_ENDPOINT_RESPONSE: H_KNOWN | H_EETH | H_NO_PAYLOAD,
+    O.MRC_RELIABILITY_SACK: H_KNOWN | H_SETH | H_NO_PAYLOAD,
+    O.MRC_RELIABILITY_NACK: H_KNOWN | H_NETH | H_NO_PAYLOAD,
+    O.MRC_RELIABILITY_PROBE: H_KNOWN | H_PETH | H_NO_PAYLOAD,
 }
 
 # The same table as an array indexed by opcode, for compiled code.
@@ -88,6 +92,11 @@ ORDER = [
     ("EETH", H_EETH, 36),
     ("CNP", H_CNP, 16),
 ]
+
+
+def carries_payload(opcode: int) -> bool:
+    """False for the packet kinds that carry no payload (`H_NO_PAYLOAD`): only their ICRC follows the headers."""
+    return not HEADERS_BY_OPCODE.get(opcode, 0) & H_NO_PAYLOAD
 
 
 def headers_after_bth(opcode: int, ts: int = 0) -> list[str]:

@@ -34,6 +34,7 @@ from mrc.wire.layout import (
     H_KNOWN,
     H_METH,
     H_NETH,
+    H_NO_PAYLOAD,
     H_PETH,
     H_RETH,
     H_SETH,
@@ -133,6 +134,12 @@ def check_widths(pkts, i, nets, j):
         return E.W_EP_OP
     if p["dscp"] > 63 or p["ecn"] > 3:
         return E.W_DSCP
+    # what decode refuses, encode does not write: payload on a kind that carries none, a pad count beyond
+    # the payload (a trimmed row has lost its tail, pad bytes included: not checked)
+    if (HEADER_TABLE[p["opcode"]] & H_NO_PAYLOAD) and p["payload_len"] > 0:
+        return E.W_PAYLOAD_NONE
+    if p["trim"] == 0 and p["padcnt"] > p["payload_len"]:
+        return E.W_PADCNT
     if n["ev_mode"] != STEV and n["ev_mode"] != UDPMODE and n["ev_mode"] != SRV6:
         return E.W_EV_MODE
     if n["ip_version"] == 4:

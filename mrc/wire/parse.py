@@ -25,6 +25,7 @@ from mrc.wire.layout import (
     H_KNOWN,
     H_METH,
     H_NETH,
+    H_NO_PAYLOAD,
     H_PETH,
     H_RETH,
     H_SETH,
@@ -69,7 +70,8 @@ def _pull_ipv6_fields(buf, off, n, outer):
 def decode_packet(buf, start, end, pkts, i, nets, j, ev_hint, dport, dscp_classes, verify_icrc, verify_udp):
     """Decode ``buf[start:end]`` (a packet from its first IP header) into zeroed rows (i, j).
 
-    Returns ``(code, payload_offset)``: code 0 on success, else a positive error code.
+    Returns ``(code, payload_offset)``: code 0 on success, else a positive error code. For
+    `E_PAYLOAD_NONE` and `E_PADCNT` the row is filled (the message quotes its values).
     `dport` 0 accepts any UDP destination port. `dscp_classes` maps DSCP -> `DscpClass`.
     """
     p = pkts[i]
@@ -244,13 +246,27 @@ def decode_packet(buf, start, end, pkts, i, nets, j, ev_hint, dport, dscp_classe
         )
         if stored == icrc(buf, ip_off, ipv, udp_off, end - 4):
             p["payload_len"] = rem - 4
-            return 0, pos
+            return check_payload(pkts, i, m, trimmed), pos
     if trimmed:
-        p["payload_len"] = rem
-        return 0, pos
+        # a kind without payload is cut inside its ICRC: what is left of the ICRC is no payload
+        p["payload_len"] = 0 if (m & H_NO_PAYLOAD) and rem <= 4 else rem
+        return check_payload(pkts, i, m, trimmed), pos
     if rem < 4:
         return E.E_TRUNC_ICRC, 0
     if verify_icrc:
         return E.E_ICRC, 0
     p["payload_len"] = rem - 4
-    return 0, pos
+    return check_payload(pkts, i, m, trimmed), pos
+
+
+@njit
+def check_payload(pkts, i, m, trimmed):
+    """0, or the code of a payload row (i) its kind cannot have: payload bytes on a kind that carries none
+    (`H_NO_PAYLOAD` in its header mask `m`), or a BTH pad count beyond the payload (IBTA: the pad bytes end
+    the payload). A trimmed packet has lost its tail, pad bytes included: its pad count is not checked."""
+    p = pkts[i]
+    if (m & H_NO_PAYLOAD) and p["payload_len"] > 0:
+        return E.E_PAYLOAD_NONE
+    if not trimmed and p["padcnt"] > p["payload_len"]:
+        return E.E_PADCNT
+    return 0

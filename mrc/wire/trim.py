@@ -27,6 +27,7 @@ from mrc.wire.checksum import ipv4_checksum, udp_checksum
 from mrc.wire.constants import EvMode, Trim
 from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.errors import decode_error
+from mrc.wire.layout import H_NO_PAYLOAD, HEADER_TABLE
 from mrc.wire.packet import ext_len, ip_len
 from mrc.wire.parse import decode_packet
 from mrc.wire.records import NET, PKT
@@ -72,7 +73,7 @@ def trim_bytes(
     nets = np.zeros(1, dtype=NET)
     code, pay = decode_packet(buf, 0, len(buf), pkts, 0, nets, 0, int(EvMode(ev_mode)), 0, dscp.classes, False, False)
     if code:
-        raise decode_error(code)
+        raise decode_error(code, pkt=pkts[0])
     if size < pay:
         raise ConfigError("trim.size", size, f"smaller than this packet's {pay} bytes of headers")
     new_end = min(len(buf), int(size))
@@ -97,7 +98,8 @@ def trim_row(pkts, i, nets, j, size, dscp, trim_code):
         return -1
     total = hdr + int(pkts[i]["payload_len"]) + 4
     if size < total:
-        pkts[i]["payload_len"] = size - hdr
+        # a kind without payload is cut inside its ICRC, which leaves no payload (as decode reads it)
+        pkts[i]["payload_len"] = 0 if HEADER_TABLE[pkts[i]["opcode"]] & H_NO_PAYLOAD else size - hdr
         total = size
     pkts[i]["dscp"] = dscp
     pkts[i]["trim"] = trim_code

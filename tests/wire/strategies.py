@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from mrc.wire.constants import EvMode
 from mrc.wire.dscp import DEFAULT_DSCP
-from mrc.wire.layout import FIELDS, HEADERS_BY_OPCODE, headers_after_bth
+from mrc.wire.layout import FIELDS, HEADERS_BY_OPCODE, carries_payload, headers_after_bth
 from mrc.wire.records import NET, PKT
 
 BITS = {
@@ -42,7 +42,9 @@ def pkt_rows(draw, opcodes=OPCODES, mode=None, max_payload=300):
             p[name] = draw(_value(name))
     p["dscp"] = draw(st.integers(0, 63))
     p["ecn"] = draw(st.integers(0, 3))
-    p["payload_len"] = draw(st.integers(0, max_payload))
+    # canonical: no payload on a kind that carries none, pad bytes within the payload (decode refuses both)
+    p["payload_len"] = draw(st.integers(0, max_payload)) if carries_payload(op) else 0
+    p["padcnt"] = min(int(p["padcnt"]), int(p["payload_len"]))
     p["ev"] = draw(st.integers(0, 0xFFFF if mode == EvMode.UDP else 0xFFFFFFFF))
     return p
 

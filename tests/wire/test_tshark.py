@@ -192,3 +192,27 @@ def test_an_exception_above_bth_does_not_make_tshark_dissect_bth_twice(tmp_path)
         assert [r["infiniband.bth.destqp"] for r in rows] == ["0x000002"] * 4, lua
         assert "rpcordma" in rows[0]["frame.protocols"].split(":"), rows[0]  # the reason: RPC-over-RDMA looked
     check(f, wires, [EvMode.STEV] * len(wires), lua_for_builtin=True)
+
+
+def test_the_dissector_flags_payload_on_a_kind_that_carries_none(tmp_path):
+    """The decoders refuse it (tests/wire/test_payload_checks.py); the dissector shows it, flagged malformed."""
+    from scapy.packet import raw
+
+    from mrc.wire.constants import Opcode
+    from mrc.wire.layers import build
+    from mrc.wire.records import NET, PKT
+
+    wires = []
+    for op, extra in ((Opcode.MRC_RELIABILITY_SACK, 12), (Opcode.MRC_RELIABILITY_NACK, 0), (Opcode.MRC_ACKNOWLEDGE, 3)):
+        p = np.zeros(1, dtype=PKT)[0]
+        p["opcode"], p["payload_len"] = op, extra
+        n = np.zeros(1, dtype=NET)[0]
+        n["ev_mode"], n["ip_version"], n["dport"] = int(EvMode.STEV), 6, 4791
+        wires.append(raw(build(p, n, bytes(extra))))
+    f = tmp_path / "payload_on_control.pcap"
+    write_pcap(f, wires)
+    rows = tshark(f, ["_ws.expert.message", "mrc.payload_len"], lua=True)
+    assert [r["mrc.payload_len"] for r in rows] == ["12", "0", "3"]
+    assert "payload of 12 bytes on a MRC_RELIABILITY_SACK packet, which carries none" in rows[0]["_ws.expert.message"]
+    assert "carries none" not in rows[1]["_ws.expert.message"]
+    assert "payload of 3 bytes on a MRC_ACKNOWLEDGE packet, which carries none" in rows[2]["_ws.expert.message"]

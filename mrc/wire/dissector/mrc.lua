@@ -193,6 +193,12 @@ function mrc.dissector(tvb, pinfo, tree)
     local after = dissect_after_bth(tvb, t, off + 12, opcode, ts, limit)
     if after ~= nil and limit - after >= 4 then
         t:add(f.payload_len, tvb(after, limit - after - 4), limit - after - 4)
+        -- ACK, endpoint request / response, SACK, NACK and probe carry no payload (docs/wire.md, "Payload");
+        -- the project's decoders refuse such a packet, the dissector shows it and flags it
+        if opcode >= 0xD1 and limit - after > 4 then
+            t:add_expert_info(PI_MALFORMED, PI_ERROR, "payload of " .. (limit - after - 4) .. " bytes on a "
+                .. OPCODES[opcode] .. " packet, which carries none")
+        end
     end
     pinfo.cols.protocol = "MRC"
     pinfo.cols.info = OPCODES[opcode] .. " " .. tostring(pinfo.cols.info)

@@ -13,7 +13,7 @@ from mrc.wire.dscp import DEFAULT_DSCP, DscpTable
 from mrc.wire.ev import ev_from_wire, ev_to_wire
 from mrc.wire.layers.base import REGISTRY
 from mrc.wire.layers.transport import BTH
-from mrc.wire.layout import headers_after_bth
+from mrc.wire.layout import carries_payload, headers_after_bth
 from mrc.wire.records import NET, PKT
 
 
@@ -74,7 +74,11 @@ def _addr(dst, text: str, v4: bool = False):
 
 
 def parse(packet, *, ev_mode: EvMode = EvMode.STEV, dscp: DscpTable = DEFAULT_DSCP):
-    """`PKT` row, `NET` row and payload of a scapy packet (scapy's own dissection)."""
+    """`PKT` row, `NET` row and payload of a scapy packet (scapy's own dissection).
+
+    Raises `DecodeError` where the compiled decoder does on the payload: bytes on a packet kind that
+    carries none (an ACK, SACK, NACK, probe, CNP or endpoint packet), a pad count beyond the payload.
+    """
     pkts = np.zeros(1, dtype=PKT)
     nets = np.zeros(1, dtype=NET)
     p, n = pkts[0], nets[0]
@@ -122,4 +126,16 @@ def parse(packet, *, ev_mode: EvMode = EvMode.STEV, dscp: DscpTable = DEFAULT_DS
         layer = layer.payload
     p["payload_len"] = len(payload)
     p["trim"] = int(dscp.trim_of(int(p["dscp"])))
+    _check_payload(p)
     return p, n, payload
+
+
+def _check_payload(p) -> None:
+    """The compiled decoder's payload checks (`mrc.wire.parse.check_payload`), with its errors: a record is
+    never made of a packet the codec refuses. Dissection itself stays lenient (it shows what is there)."""
+    from mrc.wire import errors as E
+
+    if not carries_payload(int(p["opcode"])) and p["payload_len"] > 0:
+        raise E.decode_error(E.E_PAYLOAD_NONE, pkt=p)
+    if p["trim"] == 0 and p["padcnt"] > p["payload_len"]:
+        raise E.decode_error(E.E_PADCNT, pkt=p)
