@@ -150,3 +150,43 @@ def _ev_probe(t):
         t.expect(r["tx_timestamp"] == ts, f"the response reflects timestamp {r['tx_timestamp']:#x}, expected {ts:#x}")
         t.expect(r.port == port, f"the probe arrived on port {port}, its answer left on port {r.port}")
         t.expect(r.dst_address == req.address, "the response is not addressed to the probe's sender")
+
+
+@case("controller.ev-probe-rtt", MUST, registry=CASES,
+      ref="notes §2.7 (EV probes 'measure forward reachability and RTT'; 'unique id echoed'; OCPGH "
+          "mrc_ctl_ep_req {req_id, sgid, dgid, req_ev (+port)}, response {req_id, port, rtt (ns)}, batched "
+          "send-and-wait); §2.4 (ERTH op 1 = EV_PROBE); §2.3 (0xD8 / 0xD9, QP 0x2)",
+      behaviour="Asked to probe one of its EVs on port 2, the endpoint sends an ENDPOINT_REQUEST (0xD8 to QP 0x2, "
+                "op EV_PROBE) on port 2 carrying that EV and the request id; an answer with another req_id is "
+                "not taken for it; the answer with its req_id, 7 us later, is reported once, on port 2, with an "
+                "RTT of 7 us.",
+      failure="the endpoint's EV probe does not go out as asked, or its answer is not matched and timed",
+      network="crafted peer: an answer with a req_id never asked for after 3 us, then the right answer after 7 us",
+      mutants=["ep-probe-wrong-ev", "ep-rsp-any-id"], needs=["ep_probe"])
+def _ev_probe_rtt(t):
+    sc, rsp, req, c, region = responder_pair(t)
+    ev = next(e for e, port in rsp.cfg.evs if port == 2)
+    start = sc.now
+    rsp.ep.ev_probe(0x0042, ev, 2, sc.now)
+    out = [p for p in sc.pull(rsp) if p.kind == "ep_req"]
+    t.expect(len(out) == 1, f"{len(out)} endpoint requests sent for one EV probe")
+    r = out[0]
+    t.expect((r["dqpn"], r["ep_op"], r["req_id"]) == (2, 1, 0x42),
+             f"request to QP {r['dqpn']:#x}, op {r['ep_op']}, req_id {r['req_id']:#x}: expected QP 0x2, op 1 "
+             f"(EV_PROBE), req_id 0x42")
+    t.expect(r.port == 2 and r.ev == ev, f"the probe left on port {r.port} with EV {r.ev:#x}, asked: port 2, "
+                                         f"EV {ev:#x}")
+    t.expect(r.dst_address == req.address, "the probe is not addressed to the QP's peer")
+    sc.advance(start + 3 * US)
+    sc.inject(rsp, c.ep_response(1, 0x0043, ev=0x0B0B0002, ts=r["tx_timestamp"]), port=2)
+    early = rsp.ep.ep_responses()
+    t.expect(not early, f"an answer with req_id 0x43 (never asked) was reported: {early}")
+    sc.advance(start + 7 * US)
+    sc.inject(rsp, c.ep_response(1, 0x0042, ev=0x0B0B0002, ts=r["tx_timestamp"]), port=2)
+    got = rsp.ep.ep_responses()
+    t.expect(len(got) == 1, f"answers reported {got}, expected the one to req_id 0x42")
+    a = got[0]
+    t.note("rtt_ns", a.rtt_ns)
+    t.expect(a.req_id == 0x42 and a.port == 2, f"answer {a}: expected req_id 0x42 on port 2")
+    t.expect(6900 <= a.rtt_ns <= 7100, f"RTT {a.rtt_ns} ns reported for an answer that came 7000 ns after the "
+                                       f"probe")

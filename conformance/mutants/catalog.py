@@ -330,6 +330,16 @@ def _oow_nack_accepted(ep, v):
             v.set(nack_psn=int(q["una_psn"]))
 
 
+def _remember_probe_id(ep, v):
+    if v["ep_op"] == 1:
+        ep.scratch["probe_id"] = v["req_id"]
+
+
+def _any_probe_answer(ep, v):
+    if v["ep_op"] == 1 and "probe_id" in ep.scratch:
+        v.set(req_id=ep.scratch["probe_id"])
+
+
 def _flip_icrc_transmit(ep, now):
     return [(port, data[:-4] + bytes(b ^ 0xFF for b in data[-4:])) for port, data in ep.inner.transmit(now)]
 
@@ -518,6 +528,10 @@ MUTANTS = [
            rx=_drop(lambda v: v["ep_op"] == 1), rx_ops=frozenset({EP_REQ})),
     Mutant("ep-probe-wrong-id", "EV-probe responses carry another req_id than the request's",
            tx=lambda ep, v: v.set(req_id=v["req_id"] ^ 1) if v["ep_op"] == 1 else None, tx_ops=frozenset({EP_RSP})),
+    Mutant("ep-probe-wrong-ev", "EV probes leave with another EV than the one asked for",
+           tx=lambda ep, v: v.set(ev=v["ev"] ^ 1) if v["ep_op"] == 1 else None, tx_ops=frozenset({EP_REQ})),
+    Mutant("ep-rsp-any-id", "any EV-probe answer is taken for the last probe sent, whatever its req_id",
+           tx=_remember_probe_id, tx_ops=frozenset({EP_REQ}), rx=_any_probe_answer, rx_ops=frozenset({EP_RSP})),
     Mutant("ignores-port-down", "a local port going down is not noticed",
            hooks={"set_port_state": lambda ep, port, up, now: None}, trigger=_t(("call", "set_port_state"))),
 ]
