@@ -106,7 +106,7 @@ def _skip_one_rotation(t):
       failure="a retired EV is not replaced by a backup of its own plane",
       network="2 planes, 16 EVs, ev_active 8; after a first lossless write, one active EV of plane 1 is a black "
               "hole for two more writes",
-      mutants=["backup-other-plane", "no-backup"])
+      mutants=["backup-other-plane", "no-backup", "reuses-retired-ev"])
 def _backup_same_plane(t):
     sc, req, rsp, region = requester_pair(t, iut=dict(mtu=1024, evs=evs(2, 8), ev_active=8, timeout=12))
     post(sc, req, 1, pattern(64 * 1024), region)
@@ -129,14 +129,17 @@ def _backup_same_plane(t):
     t.note("active_after", {k: len(v) for k, v in after.items()})
     t.note("packets_per_plane", counts)
     t.expect(bad not in after[1], f"the black-holed EV {bad:#x} still carried data")
-    own = {ev for ev, port in evs(2, 8) if port == 1}
-    t.expect(after[1] <= own, f"plane 1 carried EVs of another plane: {sorted(hex(e) for e in after[1] - own)}")
+    for port in (1, 2):
+        own = {ev for ev, p in evs(2, 8) if p == port}
+        t.expect(after[port] <= own, f"plane {port} carried EVs of another plane: "
+                                     f"{sorted(hex(e) for e in after[port] - own)}")
+    # an implementation may retire more than the dead EV on the way (a timeout retiring every EV with data
+    # in flight); each retired EV must then have been replaced from its own plane too
     new = after[1] - before[1]
-    t.expect(len(after[1]) == 4 and len(new) == 1,
+    t.expect(len(after[1]) == 4 and new,
              f"after retiring {bad:#x}, plane 1 sprayed over {len(after[1])} EVs ({len(new)} new), expected 4 with "
-             f"one backup of plane 1 in its place")
-    t.expect(after[2] == before[2], f"plane 2's active EVs changed from {sorted(hex(e) for e in before[2])} to "
-                                    f"{sorted(hex(e) for e in after[2])} when plane 1 lost one")
+             f"a backup of plane 1 in its place")
+    t.expect(len(after[2]) == 4, f"plane 2 sprayed over {len(after[2])} EVs when plane 1 lost one, expected its 4")
     t.expect(abs(counts[0] - counts[1]) <= 0.1 * sum(counts) / 2 + 1, f"packets per plane {counts}: not equal")
 
 
@@ -154,7 +157,7 @@ def _backup_same_plane(t):
               "wrong one",
       network="crafted requester; 32 packets on one EV, each CE-marked, alternating with 32 unmarked packets on "
               "another EV, each with AckReq",
-      mutants=["never-always-skip", "always-skip-first-mark"])
+      mutants=["never-always-skip", "always-skip-first-mark", "no-ecn-echo", "no-ev-echo"])
 def _always_skip_responder(t):
     sc, rsp, req, c, region = responder_pair(t)
     hot, clean = EV[0], EV[1]
@@ -194,7 +197,7 @@ def _always_skip_responder(t):
       failure="the responder's control packets do not use, or do not refresh, its reverse EVs",
       network="crafted requester: a packet with AckReq every 2 us on port 1 for 60 us; the first probe on "
               "port 1 on another EV than the SACKs' is answered; 8 more packets",
-      mutants=["control-on-forward-ev", "rev-probe-answer-ignored"])
+      mutants=["control-on-forward-ev", "rev-probe-answer-ignored", "no-probes"])
 def _reverse_ev(t):
     sc, rsp, req, c, region = responder_pair(t)
     own = {ev: port for ev, port in rsp.cfg.evs}

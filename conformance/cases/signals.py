@@ -125,7 +125,7 @@ def _rcv_cwnd_pen(t):
 
 # --- EV-probe endpoint operation --------------------------------------------------------------------------
 
-@case("controller.ev-probe-answered", MUST, registry=CASES,
+@case("controller.ev-probe-response", MUST, registry=CASES,
       ref="notes §2.7 (EV Probes: 'connectionless Endpoint Operations using the reserved QP number 0x2'; 'unique "
           "id echoed; measure forward reachability and RTT'; OCPGH mrc_ctl_ep_req / response {req_id, port, "
           "rtt}); §2.4 (ERTH op 1 = EV_PROBE, EETH: the timestamp reflected); §2.3 (ENDPOINT_REQUEST 0xD8 / "

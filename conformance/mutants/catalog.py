@@ -355,13 +355,15 @@ MUTANTS = [
            tx_ops=DATA),
     Mutant("reth-va-fixed", "RETH carries the message's start address in every packet", tx=_reth_fixed, tx_ops=DATA,
            collateral=('controller.port-status-rx', 'requester.lasthop-no-penalty', 'requester.mpr-limit', 'requester.rtx-dscp', 'requester.rtx-flag', 'requester.segmentation', 'requester.selective-retransmit', 'requester.silent-loss-retires-ev', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev',
-                       'requester.always-skip-retires', 'requester.resource-nack')),
+                       'requester.always-skip-retires', 'requester.resource-nack',
+                       'requester.nack-reason[no-bitmap]', 'requester.nack-reason[psn-oor-window]')),
     Mutant("no-tseth", "data packets and probes carry no TSETH (BTH ts = 0)", tx=lambda ep, v: v.set(ts=0, tx_timestamp=0),
            tx_ops=DATA | {PROBE}),
     Mutant("ev-halves-swapped", "the EV's halves are swapped on the wire (and back in SACK / NACK entropy)",
            tx=_ev_swap_tx, rx=_ev_swap_rx, rx_ops=frozenset({SACK, NACK}),
            collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.probe-recovery', 'requester.silent-loss-retires-ev', 'requester.spray-ev-set', 'wire.srv6-carrier',
-                       'requester.skip-after-ecn')),
+                       'requester.skip-after-ecn',
+                       'controller.ev-probe-rtt', 'requester.backup-same-plane', 'requester.skip-one-rotation', 'responder.reverse-ev')),
     Mutant("srv6-carrier-reversed", "the uSIDs of the SRv6 carrier are written in reverse order",
            tx=lambda ep, v: _reverse_carrier(v) if ep.inner.mode == EvMode.SRV6 else None, tx_ops=DATA,
            requires=_t(("cfg", "srv6"))),
@@ -373,13 +375,15 @@ MUTANTS = [
            config=_cfg(mpr=255), rx=_ignores_mpr_rx, rx_ops=frozenset({SACK}), trigger=_TX_DATA),
     Mutant("single-plane", "sends everything on the first NIC port", hooks={"transmit": _single_plane},
            trigger=_TX_ANY,
-           collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]')),
+           collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]',
+                       'controller.ev-probe-response', 'controller.ev-probe-rtt', 'requester.backup-same-plane')),
     Mutant("sticky-ev", "stamps every data packet with the first EV of its plane (no spraying)", tx=_sticky,
            tx_ops=DATA,
            collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier',
                        # SACKs reflect an EV the PSN was not sent on: no RTT sample, so NSCC.OnACK stops early
                        'nscc.quadrant[ecn-high-delay]', 'nscc.quadrant[no-ecn-low-delay]', 'nscc.quick-adapt',
-                       'requester.always-skip-retires')),
+                       'requester.always-skip-retires',
+                       'requester.backup-same-plane', 'requester.skip-one-rotation')),
     Mutant("rqmsn-equals-msn", "writes the MSN into the RQMSN field", tx=lambda ep, v: v.set(rqmsn=v["msn"]),
            tx_ops=DATA),
     Mutant("ignores-max-wimm", "ignores max_wimm (any number of WriteIMM outstanding)", config=_cfg(max_wimm=65535),
@@ -433,7 +437,9 @@ MUTANTS = [
            collateral=('controller.ev-events', 'controller.event-mask')),
     Mutant("sack-bitmap-reversed", "reads the SACK bitmap with its bits in reverse order", rx=_bitmap_reversed,
            rx_ops=frozenset({SACK}),
-           collateral=('controller.ev-events', 'controller.event-mask')),
+           collateral=('controller.ev-events', 'controller.event-mask',
+                       # spurious retransmissions on every SACK: 64 KiB writes never settle within the budget
+                       'requester.backup-same-plane')),
     # --- NSCC -----------------------------------------------------------------------------------------
     Mutant("no-increase", "the window never grows (fi, fi_scale, eta = 0)",
            config=_cc(fi=0.0, fi_scale=0.0, eta=0.0, pi_gain=0.0), trigger=_FEEDBACK),
@@ -451,7 +457,8 @@ MUTANTS = [
     Mutant("md-every-sack", "decreases on every marked high-delay SACK (base_rtt 1 ns: 'once per base RTT' "
            "never waits)", config=_cc(base_rtt=1, max_cwnd=300_000), trigger=_FEEDBACK,
            # every delay is then high, and the BDP-scaled increases vanish
-           collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]")),
+           collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]",
+                       'requester.skip-one-rotation')),
     Mutant("no-qa-gate", "QuickAdapt whatever was achieved (qa_gate 0: max_wnd >> 0)", config=_cc(qa_gate=0),
            trigger=_FEEDBACK),
     Mutant("no-quickadapt", "QuickAdapt disabled", config=_cc(disable_qa=1), trigger=_FEEDBACK),
@@ -459,7 +466,8 @@ MUTANTS = [
     Mutant("ignores-cwnd", "ignores max_cwnd (a 1 GiB window)", config=_cc(max_cwnd=1 << 30), trigger=_FEEDBACK,
            # the window starts at MaxWnd (UE 1.0.3 Table 3-77): a 1 GiB first burst, and increases of
            # inc_bytes / cwnd that round to nothing
-           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quick-adapt-gate", "controller.port-status-rx")),
+           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quick-adapt-gate", "controller.port-status-rx",
+                       'requester.skip-one-rotation')),
     # --- responder ----------------------------------------------------------------------------------
     Mutant("no-ev-echo", "SACKs of data packets and NACKs carry entropy 0 instead of the reflected EV",
            tx=lambda ep, v: v.set(entropy=0) if v.opcode == NACK or not v["pr"] else None,
