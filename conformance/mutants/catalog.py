@@ -456,9 +456,11 @@ MUTANTS = [
            collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quadrant[ecn-high-delay]", "nscc.quick-adapt")),
     Mutant("md-every-sack", "decreases on every marked high-delay SACK (base_rtt 1 ns: 'once per base RTT' "
            "never waits)", config=_cc(base_rtt=1, max_cwnd=300_000), trigger=_FEEDBACK,
-           # every delay is then high, and the BDP-scaled increases vanish
+           # every delay is then high, and the BDP-scaled increases vanish; its own max_cwnd (300 kB, so the
+           # window can move at all) replaces the profile's, which nscc.max-cwnd and the one-packet window of
+           # requester.skip-one-rotation rely on (the pruned matrix never runs max-cwnd: it has no feedback)
            collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]",
-                       'requester.skip-one-rotation')),
+                       'requester.skip-one-rotation', 'nscc.max-cwnd')),
     Mutant("no-qa-gate", "QuickAdapt whatever was achieved (qa_gate 0: max_wnd >> 0)", config=_cc(qa_gate=0),
            trigger=_FEEDBACK),
     Mutant("no-quickadapt", "QuickAdapt disabled", config=_cc(disable_qa=1), trigger=_FEEDBACK),
