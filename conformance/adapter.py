@@ -37,6 +37,8 @@ FEATURES = {
     "ev_fields": "EndpointConfig.ev_format / ev_fields: EV profiles defined by field definitions (EXP and GEN)",
     "port_status": "Endpoint.set_port_state(): a local NIC port goes down or comes back",
     "cc_query": "Endpoint.cc_state(): the congestion window in bytes",
+    "ep_probe": "Endpoint.ev_probe() / ep_responses(): EV-probe endpoint requests to the peer and their answers "
+                "with the RTT (mrc_ctl_ep_batch_send, op EV_PROBE)",
     "ev_mode_udp": "EndpointConfig.ev_mode = 'UDP' (16-bit EV in the UDP source port)",
     "ev_mode_srv6": "EndpointConfig.ev_mode = 'SRV6' (IPv6-in-IPv6, uSID carrier from the EV profile)",
 }
@@ -166,6 +168,16 @@ class Event:
 
 
 @dataclass(frozen=True)
+class ProbeAnswer:
+    """The answer to an EV probe (``mrc_ctl_ep_rsp``): its request id, the local port (1-based) it came back
+    on, and the round-trip time in ns."""
+
+    req_id: int
+    port: int
+    rtt_ns: int
+
+
+@dataclass(frozen=True)
 class EvInfo:
     ev: int  # the 32-bit value carried in the packets (and reflected in SACK / NACK entropy)
     port: int  # 1-based NIC port (plane + 1)
@@ -239,6 +251,15 @@ class Endpoint(abc.ABC):
 
     def cc_state(self) -> dict:
         raise NotImplementedError("cc_query")
+
+    def ev_probe(self, req_id: int, ev: int, port: int, now: int) -> None:
+        """Send the QP's peer an EV-probe endpoint request `req_id` on `port` with EV `ev` (as the controller's
+        ``mrc_ctl_ep_batch_send`` does)."""
+        raise NotImplementedError("ep_probe")
+
+    def ep_responses(self) -> list[ProbeAnswer]:
+        """Answers to this endpoint's EV probes since the last call (each request answered at most once)."""
+        raise NotImplementedError("ep_probe")
 
     def close(self) -> None:
         """Release the endpoint (optional)."""

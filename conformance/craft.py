@@ -1,4 +1,4 @@
-"""Packets the suite builds by hand, as a crafted peer (h2spec style): data, SACK, NACK, probe.
+"""Packets the suite builds by hand, as a crafted peer (h2spec style): data, SACK, NACK, probe, endpoint request.
 
 A `Crafter` speaks for one side of a connection: its own address and QP
 number, and the endpoint it talks to. Every builder returns wire bytes
@@ -11,7 +11,7 @@ import numpy as np
 
 from mrc.wire import NET, PKT, EvMode
 from mrc.wire.codec import encode
-from mrc.wire.constants import ROCEV2_UDP_PORT, NackReason, Opcode
+from mrc.wire.constants import ENDPOINT_QPN, ROCEV2_UDP_PORT, NackReason, Opcode
 
 from .packets import Dscp
 from .scenario import Node
@@ -69,16 +69,35 @@ class Crafter:
         p["tx_timestamp"], p["ooo_count"], p["rcv_cwnd_pen"] = ts, ooo_count, rcv_cwnd_pen
         return encode(p, n)
 
-    def nack(self, reason: NackReason | int, psn: int, *, entropy: int, ts: int, mpr: int = 8,
-             ev: int = 0x0B0B0001) -> bytes:
+    def nack(self, reason: NackReason | int, psn: int, *, entropy: int, ts: int, ev: int = 0x0B0B0001) -> bytes:
+        """A RELIABILITY_NACK. NETH carries no MPR (notes 2.4: byte 17 is reserved): the responder's
+        window is only ever told in SETH, so a crafted NACK has exactly the fields the wire has."""
         p, n = self._rows(int(Opcode.MRC_RELIABILITY_NACK), psn, ev, self.dscp.control)
         p["nack_reason"], p["entropy"], p["nack_psn"], p["cc_type"] = int(reason), entropy, psn & 0xFFFFFF, 2
-        p["spdcid"], p["dpdcid"], p["mpr"], p["tx_timestamp"] = self.me.qpn & 0xFFFF, self.peer.qpn & 0xFFFF, mpr, ts
+        p["spdcid"], p["dpdcid"], p["tx_timestamp"] = self.me.qpn & 0xFFFF, self.peer.qpn & 0xFFFF, ts
         return encode(p, n)
 
     def probe(self, psn: int, *, ev: int, probe_id: int = 1, ts: int = 0x2222, ecn: int = ECT0) -> bytes:
         p, n = self._rows(int(Opcode.MRC_RELIABILITY_PROBE), psn, ev, self.dscp.data, ecn)
         p["probe_id"], p["spdcid"], p["dpdcid"] = probe_id, self.me.qpn & 0xFFFF, self.peer.qpn & 0xFFFF
+        p["ts"], p["tx_timestamp"], p["ftype"] = 1, ts, 1
+        return encode(p, n)
+
+
+    def ep_request(self, op: int, req_id: int, *, ev: int, ts: int = 0x3333, port_status: int = 0) -> bytes:
+        """An ENDPOINT_REQUEST (BTH opcode 0xD8 to the reserved QP 0x2, ERTH): op 0 PORT_STATUS_UPDATE,
+        1 EV_PROBE (notes 2.4 ERTH, 2.7)."""
+        p, n = self._rows(int(Opcode.MRC_ENDPOINT_REQUEST), 0, ev, self.dscp.control)
+        p["dqpn"] = ENDPOINT_QPN
+        p["ep_op"], p["req_id"], p["port_status_mask"] = op, req_id, port_status
+        p["ts"], p["tx_timestamp"], p["ftype"] = 1, ts, 1
+        return encode(p, n)
+
+    def ep_response(self, op: int, req_id: int, *, ev: int, ts: int, port_status: int = 0b11) -> bytes:
+        """An ENDPOINT_RESPONSE (0xD9 to QP 0x2, EETH) answering request `req_id`, reflecting its timestamp."""
+        p, n = self._rows(int(Opcode.MRC_ENDPOINT_RESPONSE), 0, ev, self.dscp.control)
+        p["dqpn"] = ENDPOINT_QPN
+        p["ep_op"], p["req_id"], p["port_status_mask"] = op, req_id, port_status
         p["ts"], p["tx_timestamp"], p["ftype"] = 1, ts, 1
         return encode(p, n)
 

@@ -133,6 +133,12 @@ class TracingEndpoint(Endpoint):
     def cc_state(self):
         return self._call("cc_state")
 
+    def ev_probe(self, *a):
+        return self._call("ev_probe", *a)
+
+    def ep_responses(self):
+        return self.inner.ep_responses()
+
 
 class TracingAdapter(Adapter):
     """The reference, recording the trace tokens of every endpoint it makes into ``tokens``."""

@@ -219,6 +219,12 @@ class Session:
     async def op_cc_state(self, req):
         return {"cc": self._ep(req).ep.cc_state()}
 
+    async def op_ev_probe(self, req):
+        self._ep(req).ep.ev_probe(int(req["req_id"]), int(req["ev"]), int(req["port"]), int(req["now"]))
+
+    async def op_ep_responses(self, req):
+        return {"answers": [[a.req_id, a.port, a.rtt_ns] for a in self._ep(req).ep.ep_responses()]}
+
     async def op_close(self, req):
         pe = self.eps.pop(int(req["ep"]), None)
         if pe is not None:

@@ -43,6 +43,8 @@ ev_table           ep -> [evs [[ev, port, state], ...]]            (feature ev_q
 set_ev_state       ep, ev, state, now                             (feature ev_modify)
 set_port_state     ep, port, up, now                              (feature port_status)
 cc_state           ep -> [cc {cwnd, ...}]                          (feature cc_query)
+ev_probe           ep, req_id, ev, port, now                      (feature ep_probe)
+ep_responses       ep -> [answers [[req_id, port, rtt_ns], ...]]   (feature ep_probe)
 close              ep
 bye                (the peer closes the connection)
 =================  ========================================================================

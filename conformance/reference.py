@@ -22,13 +22,15 @@ import numpy as np
 
 from mrc.api import Access, Device, QpCap, WcOpcode
 from mrc.ctl import CC_NS_KEYS, EvState
+from mrc.ctl_types import EpRequest
 from mrc.errors import UsageError
 from mrc.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET
 from mrc.wire.codec import decode, encode
 from mrc.wire.constants import ROCEV2_UDP_PORT
 
-from .adapter import Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, Region, check_features
+from .adapter import (Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, ProbeAnswer, Region,
+                      check_features)
 from .packets import Dscp
 
 RTR_OPTIONS = ("ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen")
@@ -68,6 +70,8 @@ class ReferenceEndpoint(Endpoint):
         self._arena = None
         self._arena_pos = 0
         self._carriers = self._srv6_carriers() if self.mode == EvMode.SRV6 else {}
+        self._peer = None
+        self._probes: list = []  # EV-probe batches whose answers are not all reported yet
 
     # -- setup -----------------------------------------------------------------------
     def _setup_profiles(self, cfg: EndpointConfig) -> None:
@@ -119,6 +123,7 @@ class ReferenceEndpoint(Endpoint):
     # -- connection and memory -----------------------------------------------------------
     def connect(self, peer_qpn, peer_address, *, sq_psn, rq_psn, now):
         cfg, opts = self.cfg, self.cfg.options
+        self._peer = bytes(peer_address)
         rtr = {k: opts[k] for k in RTR_OPTIONS if k in opts}
         rts = {k: opts[k] for k in RTS_OPTIONS if k in opts}
         if cfg.ev_active is not None:
@@ -233,6 +238,22 @@ class ReferenceEndpoint(Endpoint):
     def cc_state(self):
         return {"cwnd": float(self.qp.query()["cwnd"])}
 
+    def ev_probe(self, req_id, ev, port, now):
+        if self._peer is None:
+            raise UsageError("ev_probe: the endpoint is not connected (no peer to probe)")
+        batch = self.dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(req_id, self._peer, port, ev)], now=now,
+                                           rsp_timeout_ns=2_000_000)
+        self._probes.append([batch, 0])
+
+    def ep_responses(self):
+        out = []
+        for entry in self._probes:
+            batch, seen = entry
+            out += [ProbeAnswer(r.req_id, r.port, r.rtt_ns) for r in batch.responses[seen:]]
+            entry[1] = len(batch.responses)
+        self._probes = [e for e in self._probes if not e[0].done]
+        return out
+
     def statistics(self) -> dict:
         return self.qp.statistics() | {"rx_errors": self.rx_errors}
 
@@ -242,7 +263,7 @@ class ReferenceAdapter(Adapter):
 
     name = "reference"
     features = check_features(["ev_query", "ev_modify", "ev_events", "ev_fields", "port_status", "cc_query",
-                               "ev_mode_udp", "ev_mode_srv6"])
+                               "ev_mode_udp", "ev_mode_srv6", "ep_probe"])
 
     def __init__(self):
         self._n = 0

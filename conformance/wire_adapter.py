@@ -23,7 +23,8 @@ import trio
 
 from mrc.errors import MRCError
 
-from .adapter import FEATURES, Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, Region, check_features
+from .adapter import (FEATURES, Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, ProbeAnswer, Region,
+                      check_features)
 from .peer import udp_socket
 from .protocol import BANNER, PROTOCOL, LineReader, digest, dumps, loads
 
@@ -273,6 +274,12 @@ class WireEndpoint(Endpoint):
 
     def cc_state(self):
         return self._req("cc_state")["cc"]
+
+    def ev_probe(self, req_id, ev, port, now):
+        self._req("ev_probe", req_id=req_id, ev=ev, port=port, now=now)
+
+    def ep_responses(self):
+        return [ProbeAnswer(int(i), int(p), int(r)) for i, p, r in self._req("ep_responses")["answers"]]
 
     def close(self):
         try:

@@ -2,9 +2,13 @@
 controller). `CASES` is the table the runner, the CLI, the docs and the tests read."""
 from __future__ import annotations
 
-from . import controller, nscc, recovery, requester, responder, wimm, wire
+from ..case import GROUPS
+from . import controller, nscc, paths, recovery, requester, responder, signals, wimm, wire
 
-CASES = [*wire.CASES, *requester.CASES, *recovery.CASES, *responder.CASES, *wimm.CASES, *nscc.CASES, *controller.CASES]
+# modules hold cases of several groups (`paths`, `signals`: both ends of one mechanism); the table is
+# ordered by group, then by module and place in it
+CASES = sorted([*wire.CASES, *requester.CASES, *recovery.CASES, *paths.CASES, *signals.CASES, *responder.CASES,
+                *wimm.CASES, *nscc.CASES, *controller.CASES], key=lambda c: GROUPS.index(c.group))
 BY_ID = {c.id: c for c in CASES}
 
 

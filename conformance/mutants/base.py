@@ -189,6 +189,12 @@ class MutantEndpoint(Endpoint):
     def cc_state(self):
         return self.inner.cc_state()
 
+    def ev_probe(self, req_id, ev, port, now):
+        return self._hook("ev_probe", req_id, ev, port, now)
+
+    def ep_responses(self):
+        return self._hook("ep_responses")
+
 
 class MutantAdapter(Adapter):
     """The reference implementation with one deliberate bug."""

@@ -7,8 +7,8 @@ from ..adapter import Completion
 from ..packets import opcode_of
 from .base import Mutant, View, region_of, swap_ev
 
-SACK, NACK, PROBE, ACK, EP_REQ = 0xDC, 0xDD, 0xDE, 0xD1, 0xD8
-TRIMMED, LASTHOP, OOR, UNEXP = 0x01, 0x02, 0x0B, 0x19
+SACK, NACK, PROBE, ACK, EP_REQ, EP_RSP = 0xDC, 0xDD, 0xDE, 0xD1, 0xD8, 0xD9
+TRIMMED, LASTHOP, NO_BITMAP, OOR, UNEXP = 0x01, 0x02, 0x06, 0x0B, 0x19
 LAST_OPS = {0xC8: 0xCA, 0xC9: 0xCB, 0xC6: 0xCA, 0xC7: 0xCA}  # -> ONLY / ONLY_IMM
 DATA = frozenset(range(0xC6, 0xCC))
 LAST = frozenset({0xC8, 0xC9, 0xCA, 0xCB})
@@ -58,7 +58,7 @@ def _no_backoff(cfg):
 
 
 def _ignores_mpr_rx(ep, v):
-    if v.opcode in (SACK, NACK):
+    if v.opcode == SACK:  # only SETH carries an MPR (NETH has none)
         v.set(mpr=255)
 
 
@@ -260,6 +260,86 @@ def _is_nak(v):
     return (v.opcode == ACK and v["aeth_syndrome"] >> 5 == 3) or (v.opcode == NACK and v["nack_reason"] == UNEXP)
 
 
+def _qp_row(ep):
+    """The reference QP's core row, read only (a lens looks at state; it never changes it)."""
+    return ep.inner.dev.T.qp[ep.inner.qp.index]
+
+
+def _skip_twice_receive(ep, data, port, now):
+    """Remember each SKIP_ONCE SACK (by the EV it reflects) so `_skip_twice_transmit` can feed it again."""
+    if opcode_of(data) == SACK:
+        v = View(ep, data, port)
+        if v.pkt is not None and v["m"] == 1:
+            ep.scratch.setdefault("again", {})[v["entropy"]] = (data, port)
+    ep.inner.receive(data, port, now)
+
+
+def _skip_twice_transmit(ep, now):
+    """Once a skipped EV's skip was consumed by the rotation (SKIP -> GOOD), its SKIP_ONCE SACK is fed again:
+    the EV sits out a second rotation."""
+    out = ep.inner.transmit(now)
+    again = ep.scratch.get("again")
+    if again:
+        states = {e.ev: e.state for e in ep.inner.ev_table()}
+        for ev in [ev for ev in again if states.get(ev) == "GOOD"]:
+            data, port = again.pop(ev)
+            ep.altered += 1
+            ep.inner.receive(data, port, now)
+    return out
+
+
+def _backup_lens(other_plane: bool):
+    """Data on an EV that was not active when the QP first sent (a backup that replaced a retired EV) is
+    re-stamped: onto an initially active usable EV of the same plane (`other_plane` False: no backup is
+    ever used), or onto a backup of another plane, sent on that plane's port (the replacement came from the
+    wrong plane)."""
+    def fn(ep, v):
+        if not v.is_data:
+            return
+        table = ep.inner.qp.ev_states()
+        first = ep.scratch.setdefault("initial", {e["ev"] for e in table if e["active"]})
+        if v["ev"] in first:
+            return
+        plane = v.port
+        if other_plane:
+            cands = [e for e in table if e["port"] != plane and e["ev"] not in first
+                     and e["state"] in ("GOOD", "SKIP")]
+        else:
+            cands = [e for e in table if e["port"] == plane and e["ev"] in first and e["state"] == "GOOD"]
+        if cands:
+            v.set(ev=cands[0]["ev"], port=cands[0]["port"] - 1)
+            v.port = cands[0]["port"]
+    return fn
+
+
+def _rev_answer_ignored(ep, v):
+    """Drop the answer to the responder's own reverse-EV probe (the probe that is outstanding)."""
+    if v.opcode == SACK and v["pr"]:
+        q = _qp_row(ep)
+        k = int(q["rev_probe_slot"])
+        if k >= 0 and int(ep.inner.dev.T.ev[q["ev_row"], k]["ev"]) == v["entropy"]:
+            return False
+    return None
+
+
+def _oow_nack_accepted(ep, v):
+    """A NACK naming a PSN never sent is read as naming the oldest unacknowledged PSN."""
+    if v.opcode == NACK:
+        q = _qp_row(ep)
+        if (int(q["sq_psn"]) - v["nack_psn"]) & 0xFFFFFF >= 1 << 23 or int(q["sq_psn"]) == v["nack_psn"]:
+            v.set(nack_psn=int(q["una_psn"]))
+
+
+def _remember_probe_id(ep, v):
+    if v["ep_op"] == 1:
+        ep.scratch["probe_id"] = v["req_id"]
+
+
+def _any_probe_answer(ep, v):
+    if v["ep_op"] == 1 and "probe_id" in ep.scratch:
+        v.set(req_id=ep.scratch["probe_id"])
+
+
 def _flip_icrc_transmit(ep, now):
     return [(port, data[:-4] + bytes(b ^ 0xFF for b in data[-4:])) for port, data in ep.inner.transmit(now)]
 
@@ -275,13 +355,15 @@ MUTANTS = [
            tx_ops=DATA),
     Mutant("reth-va-fixed", "RETH carries the message's start address in every packet", tx=_reth_fixed, tx_ops=DATA,
            collateral=('controller.port-status-rx', 'requester.lasthop-no-penalty', 'requester.mpr-limit', 'requester.rtx-dscp', 'requester.rtx-flag', 'requester.segmentation', 'requester.selective-retransmit', 'requester.silent-loss-retires-ev', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev',
-                       'requester.always-skip-retires', 'requester.resource-nack')),
+                       'requester.always-skip-retires', 'requester.resource-nack',
+                       'requester.nack-reason[no-bitmap]', 'requester.nack-reason[psn-oor-window]')),
     Mutant("no-tseth", "data packets and probes carry no TSETH (BTH ts = 0)", tx=lambda ep, v: v.set(ts=0, tx_timestamp=0),
            tx_ops=DATA | {PROBE}),
     Mutant("ev-halves-swapped", "the EV's halves are swapped on the wire (and back in SACK / NACK entropy)",
            tx=_ev_swap_tx, rx=_ev_swap_rx, rx_ops=frozenset({SACK, NACK}),
            collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.probe-recovery', 'requester.silent-loss-retires-ev', 'requester.spray-ev-set', 'wire.srv6-carrier',
-                       'requester.skip-after-ecn')),
+                       'requester.skip-after-ecn',
+                       'controller.ev-probe-rtt', 'requester.backup-same-plane', 'requester.skip-one-rotation', 'responder.reverse-ev')),
     Mutant("srv6-carrier-reversed", "the uSIDs of the SRv6 carrier are written in reverse order",
            tx=lambda ep, v: _reverse_carrier(v) if ep.inner.mode == EvMode.SRV6 else None, tx_ops=DATA,
            requires=_t(("cfg", "srv6"))),
@@ -289,17 +371,19 @@ MUTANTS = [
     Mutant("wrong-mtu", "segments at 1 KiB less than the path MTU", config=lambda cfg: cfg.replace(
         mtu=cfg.mtu - 1024 if cfg.mtu > 1024 else cfg.mtu // 2), trigger=_TX_DATA,
            collateral=('controller.ev-events', 'controller.event-mask', 'wire.golden-sack', 'wire.opcode-sequence', 'wire.reth-every-packet')),
-    Mutant("ignores-mpr", "ignores the MPR: local (set to 255) and the peer's (SACK / NACK mpr read as 255)",
-           config=_cfg(mpr=255), rx=_ignores_mpr_rx, rx_ops=frozenset({SACK, NACK}), trigger=_TX_DATA),
+    Mutant("ignores-mpr", "ignores the MPR: local (set to 255) and the peer's (SACK mpr read as 255)",
+           config=_cfg(mpr=255), rx=_ignores_mpr_rx, rx_ops=frozenset({SACK}), trigger=_TX_DATA),
     Mutant("single-plane", "sends everything on the first NIC port", hooks={"transmit": _single_plane},
            trigger=_TX_ANY,
-           collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]')),
+           collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]',
+                       'controller.ev-probe-response', 'controller.ev-probe-rtt', 'requester.backup-same-plane')),
     Mutant("sticky-ev", "stamps every data packet with the first EV of its plane (no spraying)", tx=_sticky,
            tx_ops=DATA,
            collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier',
                        # SACKs reflect an EV the PSN was not sent on: no RTT sample, so NSCC.OnACK stops early
                        'nscc.quadrant[ecn-high-delay]', 'nscc.quadrant[no-ecn-low-delay]', 'nscc.quick-adapt',
-                       'requester.always-skip-retires')),
+                       'requester.always-skip-retires',
+                       'requester.backup-same-plane', 'requester.skip-one-rotation')),
     Mutant("rqmsn-equals-msn", "writes the MSN into the RQMSN field", tx=lambda ep, v: v.set(rqmsn=v["msn"]),
            tx_ops=DATA),
     Mutant("ignores-max-wimm", "ignores max_wimm (any number of WriteIMM outstanding)", config=_cfg(max_wimm=65535),
@@ -319,6 +403,20 @@ MUTANTS = [
     Mutant("ecn-retires", "reads SACK M = SKIP_ONCE as ALWAYS_SKIP (an ECN mark retires the EV)",
            rx=_when(SACK, m=lambda v: 2 if v["m"] == 1 else v["m"]), rx_ops=frozenset({SACK}),
            collateral=("controller.good-event-after-marked-probe",)),  # a marked probe answer retires it again
+    Mutant("skip-two-rotations", "an EV skipped after SACK M = SKIP_ONCE sits out two rotations, not one",
+           hooks={"receive": _skip_twice_receive, "transmit": _skip_twice_transmit}, trigger=_t(("rx", SACK))),
+    Mutant("backup-other-plane", "a retired EV is replaced by a backup EV of another plane",
+           tx=_backup_lens(True), tx_ops=DATA),
+    Mutant("no-backup", "a retired EV is not replaced: its plane sprays over the EVs it has left",
+           tx=_backup_lens(False), tx_ops=DATA),
+    Mutant("no-bitmap-fatal", "treats NACK NO_BITMAP as UNEXP_EVENT (fatal)",
+           rx=_nack_reason(NO_BITMAP, UNEXP), rx_ops=frozenset({NACK})),
+    Mutant("oor-nack-ignored", "ignores NACK PSN_OOR_WINDOW (the dropped packet waits for a timeout)",
+           rx=_drop(lambda v: v["nack_reason"] == OOR), rx_ops=frozenset({NACK})),
+    Mutant("unexp-event-ignored", "ignores NACK UNEXP_EVENT (the QP goes on after the peer's fatal error)",
+           rx=_drop(lambda v: v["nack_reason"] == UNEXP), rx_ops=frozenset({NACK})),
+    Mutant("accepts-oow-nack", "a NACK naming a PSN never sent is taken for the oldest unacknowledged PSN",
+           rx=_oow_nack_accepted, rx_ops=frozenset({NACK})),
     Mutant("trimmed-as-lasthop", "treats NACK TRIMMED like TRIMMED_LASTHOP (no EV penalty)",
            rx=_nack_reason(TRIMMED, LASTHOP), rx_ops=frozenset({NACK})),
     Mutant("penalises-lasthop", "treats NACK TRIMMED_LASTHOP like TRIMMED (skips the EV)",
@@ -339,7 +437,9 @@ MUTANTS = [
            collateral=('controller.ev-events', 'controller.event-mask')),
     Mutant("sack-bitmap-reversed", "reads the SACK bitmap with its bits in reverse order", rx=_bitmap_reversed,
            rx_ops=frozenset({SACK}),
-           collateral=('controller.ev-events', 'controller.event-mask')),
+           collateral=('controller.ev-events', 'controller.event-mask',
+                       # spurious retransmissions on every SACK: 64 KiB writes never settle within the budget
+                       'requester.backup-same-plane')),
     # --- NSCC -----------------------------------------------------------------------------------------
     Mutant("no-increase", "the window never grows (fi, fi_scale, eta = 0)",
            config=_cc(fi=0.0, fi_scale=0.0, eta=0.0, pi_gain=0.0), trigger=_FEEDBACK),
@@ -356,8 +456,11 @@ MUTANTS = [
            collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quadrant[ecn-high-delay]", "nscc.quick-adapt")),
     Mutant("md-every-sack", "decreases on every marked high-delay SACK (base_rtt 1 ns: 'once per base RTT' "
            "never waits)", config=_cc(base_rtt=1, max_cwnd=300_000), trigger=_FEEDBACK,
-           # every delay is then high, and the BDP-scaled increases vanish
-           collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]")),
+           # every delay is then high, and the BDP-scaled increases vanish; its own max_cwnd (300 kB, so the
+           # window can move at all) replaces the profile's, which nscc.max-cwnd and the one-packet window of
+           # requester.skip-one-rotation rely on (the pruned matrix never runs max-cwnd: it has no feedback)
+           collateral=("nscc.quadrant[ecn-low-delay]", "nscc.quadrant[no-ecn-low-delay]",
+                       'requester.skip-one-rotation', 'nscc.max-cwnd')),
     Mutant("no-qa-gate", "QuickAdapt whatever was achieved (qa_gate 0: max_wnd >> 0)", config=_cc(qa_gate=0),
            trigger=_FEEDBACK),
     Mutant("no-quickadapt", "QuickAdapt disabled", config=_cc(disable_qa=1), trigger=_FEEDBACK),
@@ -365,7 +468,8 @@ MUTANTS = [
     Mutant("ignores-cwnd", "ignores max_cwnd (a 1 GiB window)", config=_cc(max_cwnd=1 << 30), trigger=_FEEDBACK,
            # the window starts at MaxWnd (UE 1.0.3 Table 3-77): a 1 GiB first burst, and increases of
            # inc_bytes / cwnd that round to nothing
-           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quick-adapt-gate", "controller.port-status-rx")),
+           collateral=("nscc.quadrant[no-ecn-low-delay]", "nscc.quick-adapt-gate", "controller.port-status-rx",
+                       'requester.skip-one-rotation')),
     # --- responder ----------------------------------------------------------------------------------
     Mutant("no-ev-echo", "SACKs of data packets and NACKs carry entropy 0 instead of the reflected EV",
            tx=lambda ep, v: v.set(entropy=0) if v.opcode == NACK or not v["pr"] else None,
@@ -379,6 +483,17 @@ MUTANTS = [
     Mutant("no-trim-nack", "trimmed packets are not NACKed", tx=_drop(lambda v: v["nack_reason"] in (TRIMMED, LASTHOP)),
            tx_ops=frozenset({NACK}),
            collateral=('wire.decoders-agree', 'wire.tseth-on-data')),
+    Mutant("never-always-skip", "never answers ALWAYS_SKIP (SKIP_ONCE however long a path stays marked)",
+           tx=_when(SACK, m=lambda v: 1 if v["m"] == 2 else v["m"]), tx_ops=frozenset({SACK})),
+    Mutant("always-skip-first-mark", "answers ALWAYS_SKIP for every CE-marked packet, the first one included",
+           tx=_when(SACK, m=lambda v: 2 if v["m"] == 1 else v["m"]), tx_ops=frozenset({SACK}),
+           collateral=("responder.sack-m-field",)),
+    Mutant("spurious-rcv-pen", "puts rcv_cwnd_pen = 64 in every SACK, with nothing waiting",
+           tx=_when(SACK, rcv_cwnd_pen=64), tx_ops=frozenset({SACK})),
+    Mutant("control-on-forward-ev", "sends SACKs and NACKs on the EV they reflect (the requester's forward EV)",
+           tx=lambda ep, v: v.set(ev=v["entropy"]), tx_ops=frozenset({SACK, NACK})),
+    Mutant("rev-probe-answer-ignored", "ignores the answers to its reverse-EV probes (the reverse EV never "
+           "refreshes)", rx=_rev_answer_ignored, rx_ops=frozenset({SACK})),
     Mutant("lasthop-as-trimmed", "NACKs a last-hop trim as TRIMMED", tx=_nack_reason(LASTHOP, TRIMMED),
            tx_ops=frozenset({NACK})),
     Mutant("control-on-data-class", "SACKs and NACKs leave with the data DSCP",
@@ -419,6 +534,14 @@ MUTANTS = [
            rx_ops=frozenset({EP_REQ})),
     Mutant("no-port-status-tx", "peers are not told when a local port goes down or up", tx=_drop(_is_psu),
            tx_ops=frozenset({EP_REQ})),
+    Mutant("ep-probe-ignored", "EV-probe endpoint requests are not answered",
+           rx=_drop(lambda v: v["ep_op"] == 1), rx_ops=frozenset({EP_REQ})),
+    Mutant("ep-probe-wrong-id", "EV-probe responses carry another req_id than the request's",
+           tx=lambda ep, v: v.set(req_id=v["req_id"] ^ 1) if v["ep_op"] == 1 else None, tx_ops=frozenset({EP_RSP})),
+    Mutant("ep-probe-wrong-ev", "EV probes leave with another EV than the one asked for",
+           tx=lambda ep, v: v.set(ev=v["ev"] ^ 1) if v["ep_op"] == 1 else None, tx_ops=frozenset({EP_REQ})),
+    Mutant("ep-rsp-any-id", "any EV-probe answer is taken for the last probe sent, whatever its req_id",
+           tx=_remember_probe_id, tx_ops=frozenset({EP_REQ}), rx=_any_probe_answer, rx_ops=frozenset({EP_RSP})),
     Mutant("ignores-port-down", "a local port going down is not noticed",
            hooks={"set_port_state": lambda ep, port, up, now: None}, trigger=_t(("call", "set_port_state"))),
 ]

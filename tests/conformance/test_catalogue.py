@@ -30,7 +30,12 @@ def test_the_issue_topics_are_covered():
                   "silent-loss", "probe-recovery", "rto-backoff", "retry-exhausted", "rtx-flag", "wimm", "sack-cack",
                   "sack-bitmap", "sack-reflects-ev", "sack-m-field", "sack-timestamp", "trim-nack", "duplicate",
                   "oor", "write-refused", "quadrant", "quick-adapt", "ev-field-expansion", "denied", "ev-events",
-                  "port-status", "icrc", "ev-encoding", "srv6", "golden", "decoders-agree"):
+                  "port-status", "icrc", "ev-encoding", "srv6", "golden", "decoders-agree",
+                  # issue 18: both ends of ALWAYS_SKIP, SKIP for one rotation, backups, reverse EVs, NACK reasons,
+                  # EV-probe endpoint operations, the receiver penalty
+                  "always-skip-retires", "responder.always-skip", "skip-one-rotation", "backup-same-plane",
+                  "reverse-ev", "resource-nack", "nack-reason[no-bitmap]", "nack-reason[psn-oor-window]",
+                  "nack-reason[unexp-event]", "ev-probe", "receiver-penalty", "rcv-cwnd-pen"):
         assert topic in ids, topic
 
 
