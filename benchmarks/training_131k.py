@@ -3,14 +3,19 @@ under four failures, per transport; GPU-seconds wasted, iteration slowdown, rero
 run (wall and CPU time, set-up, peak RSS).
 
     flock heavy.lock python benchmarks/training_131k.py --out runs/training-131k \\
-        [--transports mrc,roce-ecmp] [--failures none,t1-reboot,flap,nic-port,gray-1pct] [--set key=value ...]
+        [--transports mrc,roce-ecmp] [--failures none,t1-reboot,flap,nic-port,gray-1pct] [--seeds 1-5]
+        [--set key=value ...]
 
 Each cell (transport x failure) runs in its own process (so its peak RSS is its own) and writes its results
 directory under ``--out``; a failure cell takes the same transport's healthy run as its baseline
-(``metrics.baseline``), so the healthy run must come first (the default order). The failed link is the most
-used plane-0 uplink of host 0's T0 in the first healthy run (the first transport's: another transport's
-hashed flows may not cross it); the rebooting T1 is that link's T1. ``cells.json`` under ``--out`` collects every cell's figures; the script
-prints the table of docs/results.md.
+(``metrics.baseline``), so the healthy run must come first (the default order). The failed link is chosen per
+transport from that transport's own healthy run: the most used plane-0 uplink of host 0's T0 (by bytes sent), so
+that the failure touches the transport's traffic (RoCE's hashed flows cross other links than MRC's sprayed
+ones); the rebooting T1 is that link's T1, the lost NIC port host 0's plane-0 port. ``cells.json`` under
+``--out`` collects every cell's figures (a cell already there is not run again); the script prints the table of
+docs/results.md. With ``--seeds`` the matrix runs once per seed under ``OUT/seed<N>`` (each seed's own healthy
+runs, failed links and baselines) and the script prints the median over the seeds with its bootstrap 95 %
+interval per cell (`mrc.emulator.sweeps.stats.median_ci`, as the rest of docs/results.md).
 """
 from __future__ import annotations
 
@@ -21,6 +26,8 @@ import resource
 import subprocess
 import sys
 import time
+
+import numpy as np
 
 SCENARIO = "training-131k-dp"
 FAILURES = ("none", "t1-reboot", "flap", "nic-port", "gray-1pct")
@@ -54,6 +61,10 @@ def cell(args) -> None:
     info = json.loads(args.cell_info)
     data["failures"] = failure_tables(args.cell, info.get("link"), info["at_us"])
     data.setdefault("metrics", {})["plots"] = False
+    # the controller's live fault localisation (`emulator.localize`) only observes the run, and its Python
+    # analysis between chunks grows with the paths in use: 31 of 34 s of a 512-host T1-reboot cell, far beyond
+    # the 10 minutes at 131k. Off here (no localization.json); the run's figures are unchanged.
+    data["localize"] = {**data.get("localize", {}), "enabled": False}
     if args.cell != "none":
         data["metrics"]["baseline"] = info["baseline"]
     sc = scenario.parse(data, SCENARIO, scenarios.DIR)
@@ -68,7 +79,8 @@ def cell(args) -> None:
            "run_wall_s": run.sim["wall_s"], "total_wall_s": wall, "cpu_s": time.process_time() - c0,
            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
            "packet_hops": run.sim["packet_hops"], "flows": len(run.flows),
-           "training": summ["training"], "reroute": summ["reroute"], "outcome": summ["outcome"]}
+           "training": summ["training"], "reroute": summ["reroute"], "outcome": summ["outcome"],
+           "failed_link": info.get("link") if args.cell != "none" else None}
     if args.cell == "none":
         # the most used plane-0 uplink of T0 0 (host 0's T0)
         ps = run.port_stats["tx_bytes"]
@@ -87,6 +99,8 @@ def main() -> int:
     ap.add_argument("--failures", default=",".join(FAILURES))
     ap.add_argument("--at-us", type=float, default=None, help="failure time (default: 2 us into the first "
                     "iteration's communication)")
+    ap.add_argument("--seeds", default=None, help="seeds (1-5, 1,3): one matrix per seed under OUT/seed<N>, then "
+                    "the median and bootstrap 95 %% interval over the seeds per cell (default: the scenario's seed)")
     ap.add_argument("--set", dest="sets", action="append", default=[])
     ap.add_argument("--cell", help=argparse.SUPPRESS)
     ap.add_argument("--transport", help=argparse.SUPPRESS)
@@ -98,22 +112,42 @@ def main() -> int:
         return 0
     from mrc.emulator import scenario
 
-    out = pathlib.Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     at = args.at_us
     if at is None:
-        at = float(scenario.load(SCENARIO).data["workload"]["compute_us"]) + 2.0
+        at = float(scenario.load(SCENARIO, sets=args.sets).data["workload"]["compute_us"]) + 2.0
+    out = pathlib.Path(args.out)
+    if args.seeds is None:
+        print(table(matrix(args, out, args.sets, at)))
+        return 0
+    from mrc.emulator.sweeps.spec import parse_seeds
+
+    per_seed = {}
+    for seed in parse_seeds(args.seeds):
+        print(f"=== seed {seed}", flush=True)
+        per_seed[seed] = matrix(args, out / f"seed{seed}", args.sets + [f"seed={seed}"], at)
+    print(stats_table(per_seed))
+    return 0
+
+
+def matrix(args, out: pathlib.Path, sets: list, at: float) -> list:
+    """Run the cells of one seed not yet in ``out/cells.json``; returns every cell of it."""
+    out.mkdir(parents=True, exist_ok=True)
     cells_path = out / "cells.json"
     cells = json.loads(cells_path.read_text()) if cells_path.is_file() else []
-    link = next((c["link"] for c in cells if c.get("link")), None)
     for tp in args.transports.split(","):
+        # this transport's own busiest plane-0 uplink of host 0's T0 (its healthy cell's)
+        link = next((c["link"] for c in cells if c["transport"] == tp and c.get("link")), None)
         for fk in args.failures.split(","):
             if any(c["transport"] == tp and c["failure"] == fk for c in cells):
+                continue
+            if fk != "none" and link is None:
+                print(f"== {tp} / {fk}: skipped, no healthy {tp} cell under {out} yet (it names the failed link "
+                      "and is the baseline): run --failures none first", flush=True)
                 continue
             d = out / tp / fk
             info = {"link": link, "at_us": at, "baseline": str(out / tp / "none")}
             cmd = [sys.executable, __file__, "--cell", fk, "--transport", tp, "--cell-info", json.dumps(info),
-                   "--out-dir", str(d)] + sum((["--set", s] for s in args.sets), [])
+                   "--out-dir", str(d)] + sum((["--set", x] for x in sets), [])
             print(f"== {tp} / {fk}", flush=True)
             p = subprocess.run(cmd, capture_output=True, text=True)
             line = next((x for x in p.stdout.splitlines() if x.startswith("CELL ")), None)
@@ -121,7 +155,7 @@ def main() -> int:
                 print(p.stdout[-2000:], p.stderr[-4000:], flush=True)
                 continue
             c = json.loads(line[5:])
-            if link is None and c.get("link"):
+            if c.get("link"):
                 link = c["link"]
             cells.append(c)
             cells_path.write_text(json.dumps(cells, indent=1) + "\n")
@@ -130,15 +164,52 @@ def main() -> int:
             print(f"   iterations {[x['time_us'] for x in tr['iterations']]} us, wasted "
                   f"{w.get('gpu_seconds_wasted')} GPU-s, wall {c['total_wall_s']:.0f} s, cpu {c['cpu_s']:.0f} s, "
                   f"rss {c['peak_rss_mb']:.0f} MB", flush=True)
-    print(table(cells))
-    return 0
+    return cells
+
+
+def stats_table(per_seed: dict) -> str:
+    """Markdown: per transport and failure, the median over the seeds and its bootstrap 95 % interval
+    (`mrc.emulator.sweeps.stats.median_ci`, as every table of docs/results.md) of the job's first iteration,
+    its slowdown, GPU-seconds wasted and the reroute times (a reroute that never happened counts as never)."""
+    from mrc.emulator.sweeps.stats import median_ci
+
+    def fmt(v, d):
+        m, lo, hi = median_ci(v)
+        if np.isnan(m):
+            return "-"
+        f = (lambda x: "never" if np.isinf(x) else f"{x:,.{d}f}")
+        return f(m) if np.isnan(lo) else f"{f(m)} [{f(lo)}, {f(hi)}]"
+
+    keys = list(dict.fromkeys((c["transport"], c["failure"]) for cells in per_seed.values() for c in cells))
+    rows = [f"| transport | failure | seeds | iteration 0 (us) | job slowdown | GPU-s wasted | hosts delayed | "
+            "steered away (us) | 99 % off (us) | job finished |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for tp, fk in keys:
+        cs = [c for cells in per_seed.values() for c in cells if c["transport"] == tp and c["failure"] == fk]
+        trs = [c["training"][0] for c in cs]
+        ws = [t.get("waste") or {} for t in trs]
+        it0 = [np.inf if t["iterations"][0]["time_us"] is None else t["iterations"][0]["time_us"] for t in trs]
+
+        def rr(key):
+            out = []
+            for c in cs:
+                r = (c.get("reroute") or [{}])[0]
+                if r.get("affected_flows"):
+                    out.append(np.inf if r.get(key) is None else r[key])
+            return out
+        nan = float("nan")
+        rows.append(f"| {tp} | {fk} | {len(cs)} | {fmt(it0, 1)} | "
+                    f"{fmt([nan if w.get('job_slowdown') is None else w['job_slowdown'] for w in ws], 3)} | "
+                    f"{fmt([nan if w.get('gpu_seconds_wasted') is None else w['gpu_seconds_wasted'] for w in ws], 4)}"
+                    f" | {fmt([w.get('hosts_delayed', nan) for w in ws], 0)} | {fmt(rr('first_steered_away_us'), 2)} | "
+                    f"{fmt(rr('off_99_us'), 2)} | {sum(t['finished'] for t in trs)}/{len(trs)} |")
+    return "\n".join(rows)
 
 
 def table(cells: list) -> str:
     """The Markdown table of docs/results.md."""
     rows = ["| transport | failure | iteration times (us) | job slowdown | GPU-s wasted | of which comm | hosts "
-            "delayed | steered away (us) | 99 % off (us) | set-up s | run wall s | CPU s | peak RSS GB |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "delayed | steered away (us) | 99 % off (us) | set-up s | run wall s | CPU s | M hops/s | peak RSS GB |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         tr = c["training"][0]
         w = tr.get("waste") or {}
@@ -150,7 +221,10 @@ def table(cells: list) -> str:
         rows.append(f"| {c['transport']} | {c['failure']} | {its} | {f(w.get('job_slowdown'), 3)} | "
                     f"{f(w.get('gpu_seconds_wasted'), 4)} | {f(w.get('gpu_seconds_wasted_comm'), 4)} | "
                     f"{w.get('hosts_delayed', '-')} | {f(rr.get('first_steered_away_us'))} | {f(rr.get('off_99_us'))} | "
-                    f"{c['setup_s']:.1f} | {c['run_wall_s']:.0f} | {c['cpu_s']:.0f} | {c['peak_rss_mb'] / 1024:.1f} |")
+                    f"{c['setup_s']:.1f} | {c['run_wall_s']:.0f} | {c['cpu_s']:.0f} | "
+                    f"{c['packet_hops'] / max(c['run_wall_s'], 1e-9) / 1e6:.2f} | {c['peak_rss_mb'] / 1024:.1f} |")
+    links = {c["transport"]: c["failed_link"] for c in cells if c.get("failed_link")}
+    rows += [""] + [f"{tp}: failed link {a}-{b}" for tp, (a, b) in links.items()]
     return "\n".join(rows)
 
 

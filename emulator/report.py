@@ -13,7 +13,11 @@ network). Sections:
   plane (``planes.csv``), and goodput over time;
 - the EV-state timeline of chosen QPs (default: the QPs with the most EV events): one row per
   (QP, EV), ASSUMED_BAD in red until the EV is GOOD again;
-- the localisation: ranked suspects with score, verdict and evidence.
+- the localisation: ranked suspects with score, verdict and evidence;
+- for runs with a training or trace job (``training`` in summary.json): per job its iteration times
+  against the ideal (a figure, one bar per run and iteration, the ideal as a marker), the slowest
+  group, GPU-seconds and, against the failure-free run, GPU-seconds wasted, of which communication,
+  hosts delayed and the slowdown of the job and of each iteration (a table).
 
 Every time axis carries the failures (red, shaded while they last) and the times the controller
 localised them (purple, dotted).
@@ -115,8 +119,8 @@ def _markers(fig, run: Run, rows=None) -> None:
                           annotation_font_size=10, **kw)
 
 
-def _fig_html(fig, first: bool) -> str:
-    return fig.to_html(full_html=False, include_plotlyjs="inline" if first else False,
+def _fig_html(fig, first: bool, div_id=None) -> str:
+    return fig.to_html(full_html=False, include_plotlyjs="inline" if first else False, div_id=div_id,
                        config={"displaylogo": False, "responsive": True})
 
 
@@ -285,6 +289,75 @@ def _localization_table(run: Run) -> str:
     return "\n".join(out)
 
 
+def _sig(v, digits=4) -> str:
+    """`v` to `digits` significant digits ("-" for none): GPU-seconds span 1e-4 (a slice) to 1e+3 (131k hosts)."""
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-"
+    return f"{v:.{digits}g}"
+
+
+TRAINING_FIG_ID = "training-iterations"
+
+
+def _training_jobs(runs) -> list:
+    """(run, job figures) of every training / trace job of the runs (summary.json's ``training``)."""
+    return [(r, j) for r in runs for j in (r.summary.get("training") or [])]
+
+
+def _training_table(jobs) -> str:
+    head = ["run", "transport", "job", "hosts", "iterations (us)", "ideal (us)", "job time (us)", "slowest group",
+            "its collectives (us)", "GPU-s", "comm share", "GPU-s wasted", "of which comm", "hosts delayed",
+            "job slowdown", "iteration slowdown"]
+    out = ["<table class='tbl' id='training-table'><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    for r, j in jobs:
+        its = j.get("iterations") or []
+        times = ", ".join("not finished" if x.get("time_us") is None else _fmt(x["time_us"], 2) for x in its)
+        ideal = ", ".join(_fmt(x.get("ideal_us"), 2) for x in its)
+        sg = j.get("slowest_group") or {}
+        w = j.get("waste") or {}
+        slow = ", ".join(_fmt(x, 3) for x in w.get("iteration_slowdown") or []) or "-"
+        cells = [r.label, r.transport, f"{j.get('job')} ({j.get('kind')})", j.get("hosts", "-"), times, ideal,
+                 _fmt(j.get("job_time_us"), 2),
+                 f"{sg.get('group')} ({sg.get('kind')}, {sg.get('hosts')} hosts)" if sg else "-",
+                 _fmt(sg.get("time_us"), 2), _sig(j.get("gpu_seconds")), _fmt(j.get("comm_share"), 3),
+                 _sig(w.get("gpu_seconds_wasted")) if w else "no baseline",
+                 _sig(w.get("gpu_seconds_wasted_comm")), w.get("hosts_delayed", "-"), _fmt(w.get("job_slowdown"), 3),
+                 slow]
+        out.append("<tr>" + "".join(f"<td>{html.escape(str(c))}</td>" for c in cells) + "</tr>")
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _training_fig(jobs):
+    """Iteration times (bars, one trace per run and job) and their ideal (markers): compute plus the bytes the
+    busiest host sends at full NIC rate."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    many = len({j.get("job") for _, j in jobs}) > 1
+    for r, j in jobs:
+        its = j.get("iterations") or []
+        x = [x["iteration"] for x in its]
+        name = f"{r.name} job {j.get('job')}" if many else r.name
+        fig.add_trace(go.Bar(x=x, y=[x_.get("time_us") for x_ in its], name=name,
+                             hovertemplate="iteration %{x}: %{y:.2f} us<extra>" + html.escape(name) + "</extra>"))
+    seen = set()
+    for r, j in jobs:
+        its = j.get("iterations") or []
+        ideal = tuple(x.get("ideal_us") for x in its)
+        if (j.get("job"), ideal) in seen:
+            continue
+        seen.add((j.get("job"), ideal))
+        fig.add_trace(go.Scatter(x=[x["iteration"] for x in its], y=list(ideal), mode="markers+lines",
+                                 line={"dash": "dot", "color": "black"},
+                                 marker={"symbol": "line-ew-open", "size": 18},
+                                 name=f"ideal job {j.get('job')}" if many else "ideal"))
+    fig.update_layout(title="Iteration time against the ideal (compute + bandwidth bound on an idle fabric)",
+                      xaxis_title="iteration", yaxis_title="time (us)", barmode="group", height=420,
+                      xaxis={"dtick": 1}, legend={"orientation": "h", "y": -0.25})
+    return fig
+
+
 def _sweep_table(d: pathlib.Path) -> str:
     s = _csv(d / "sweep.csv")
     if not s:
@@ -315,6 +388,10 @@ def write(d, out=None, qps=None) -> pathlib.Path:
              "<h2>Summary</h2>", _summary_table(runs), _sweep_table(d)]
     first = True
     figs = [("h2", "Flow completion times", _fct_cdf(runs))]
+    tjobs = _training_jobs(runs)
+    if tjobs:
+        figs.append(("h2", "Training", None))
+        figs.append(("training", _training_table(tjobs), _training_fig(tjobs)))
     for r in runs[:MAX_RUN_SECTIONS]:
         figs.append(("h2", f"Run {r.name}", _heatmaps(r)))
         figs.append(("", "", _ev_timeline(r, qps)))
@@ -322,10 +399,10 @@ def write(d, out=None, qps=None) -> pathlib.Path:
     for kind, text, fig in figs:
         if kind == "h2":
             parts.append(f"<h2>{html.escape(text)}</h2>")
-        elif kind == "html":
+        elif kind in ("html", "training"):
             parts.append(text)
         if fig is not None:
-            parts.append(_fig_html(fig, first))
+            parts.append(_fig_html(fig, first, TRAINING_FIG_ID if kind == "training" else None))
             first = False
     if len(runs) > MAX_RUN_SECTIONS:
         parts.append(f"<p>Heatmaps and timelines of the first {MAX_RUN_SECTIONS} runs only.</p>")

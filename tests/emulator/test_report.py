@@ -72,6 +72,46 @@ def test_cli_report_and_plot_format(runs, tmp_path, capsys):
     assert "--plot-format" in capsys.readouterr().err
 
 
+TRAINING = {"kind": "training", "iterations": 2, "compute_us": 10.0, "tp": 4, "dp_bytes": 400_000,
+            "rank_order": "tp,dp,ep,pp", "placement": "contiguous"}
+
+
+@pytest.fixture(scope="module")
+def training_runs(tmp_path_factory):
+    """A 16-host data-parallel job, healthy and with a gray link its rings cross (baseline: the healthy twin)."""
+    base = tmp_path_factory.mktemp("train")
+    sums = {}
+    for name, failures in (("healthy", []),
+                           ("gray", [{"kind": "gray-loss", "at_us": 0, "link": ["p0.t0.0", "p0.t1.0"],
+                                      "probability": 0.2}])):
+        r, s, _ = run(make(topology=FABRIC, transport={"name": "mrc"}, workload=TRAINING, failures=failures))
+        results.write(r, base / name, plots_too=True)
+        sums[name] = s["training"][0]
+    return base, sums
+
+
+def test_report_training_section(training_runs, runs):
+    """A run with a training job gets the training section: its table holds the iteration times, the ideal, the
+    slowest group and the GPU-seconds wasted of summary.json; a run without one gets none."""
+    base, sums = training_runs
+    page = (base / "gray" / "report.html").read_text()
+    g = sums["gray"]
+    w = g["waste"]
+    assert w["gpu_seconds_wasted"] > 0 and w["hosts_delayed"] > 0  # the failure costs GPU time
+    assert "<h2>Training</h2>" in page and report.TRAINING_FIG_ID in page
+    table = page[page.index("id='training-table'"):]
+    table = table[:table.index("</table>")]
+    for x in g["iterations"]:
+        assert f"{x['time_us']:,.2f}" in table and f"{x['ideal_us']:,.2f}" in table
+    sg = g["slowest_group"]
+    assert f"{sg['group']} ({sg['kind']}, {sg['hosts']} hosts)" in table and f"{sg['time_us']:,.2f}" in table
+    assert f"{w['gpu_seconds_wasted']:.4g}" in table and f"{w['gpu_seconds_wasted_comm']:.4g}" in table
+    assert f"{w['job_slowdown']:,.3f}" in table
+    healthy = (base / "healthy" / "report.html").read_text()
+    assert "<h2>Training</h2>" in healthy and "no baseline" in healthy  # no failure, no waste figures
+    assert "<h2>Training</h2>" not in (runs / "mrc" / "report.html").read_text()
+
+
 def _browser():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -89,8 +129,6 @@ def _browser():
 @pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
                     reason="Chromium not installed (Debian packages `chromium` and `chromium-driver`)")
 def test_report_in_headless_chromium(runs, tmp_path):
-    from PIL import Image
-
     page = report.write(runs, tmp_path / "report.html")
     drv = _browser()
     try:
@@ -109,7 +147,41 @@ def test_report_in_headless_chromium(runs, tmp_path):
         drv.quit()
     assert not errors, errors
     assert n_plots >= 4 and drawn == n_plots and heat >= 2
-    img = np.asarray(Image.open(tmp_path / "shot.png").convert("RGB"))
+    _assert_screenshot(tmp_path / "shot.png")
+
+
+@pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                    reason="Chromium not installed (Debian packages `chromium` and `chromium-driver`)")
+def test_training_section_in_headless_chromium(training_runs, tmp_path):
+    """The report of a healthy and a failed training run side by side, in Chromium: the iteration figure is
+    drawn, with one bar per run and iteration at the times of summary.json, and the ideal."""
+    base, sums = training_runs
+    page = report.write(base, tmp_path / "report.html")
+    drv = _browser()
+    try:
+        drv.set_page_load_timeout(60)
+        drv.get(page.resolve().as_uri())
+        fig = f"document.getElementById('{report.TRAINING_FIG_ID}')"
+        drawn = drv.execute_script(f"const d = {fig}; return !!(d && d.querySelector('svg.main-svg') && "
+                                   "d.getBoundingClientRect().height > 100)")
+        data = drv.execute_script(f"return {fig}.data.map(t => [t.type, t.name, t.y])")
+        bars = drv.execute_script(f"return {fig}.querySelectorAll('.barlayer .point').length")
+        errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        drv.quit()
+    assert not errors, errors
+    assert drawn and bars == 2 * 2  # two runs x two iterations
+    got = {name: y for kind, name, y in data if kind == "bar"}
+    for name, s in sums.items():
+        assert got[f"{name} (mrc)"] == pytest.approx([x["time_us"] for x in s["iterations"]])
+    ideal = [y for kind, name, y in data if kind == "scatter"]
+    assert ideal == [pytest.approx([x["ideal_us"] for x in sums["healthy"]["iterations"]])]
+
+
+def _assert_screenshot(path):
+    from PIL import Image
+
+    img = np.asarray(Image.open(path).convert("RGB"))
     colours = len(np.unique(img.reshape(-1, 3), axis=0))
     non_white = np.mean(np.any(img < 240, axis=2))
     assert colours > 200 and non_white > 0.05  # plots, not a blank page
