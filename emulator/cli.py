@@ -79,13 +79,6 @@ def _progress(args) -> bool:
     return not args.no_progress and sys.stderr.isatty()
 
 
-def parse_transport(spec: str) -> tuple[str, dict]:
-    """``name:key=value:...`` -> (name, parameters) (`transports.spec.parse`)."""
-    from mrc.emulator.transports import spec as tspec
-
-    return tspec.parse(spec)
-
-
 def _sets(args) -> list:
     """The --set overrides plus --capture (as ``capture.ports``)."""
     sets = list(args.sets)

@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, localize, sampling, transports, workloads
+from mrc.emulator import build, engine, localize, sampling, workloads
 from mrc.emulator import events as EV
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
@@ -101,7 +101,7 @@ class Sampler:
             if f >= n_flows:
                 from mrc.errors import ConfigError
                 raise ConfigError("metrics.flow_series", f, f"no such flow: the workload has {n_flows}")
-        self.tmod = transports.get(sim.sc.transport_name)
+        self.tmod = sim.sc.transport_module
 
     def _add(self, name, value):
         self.cols.setdefault(name, []).append(value)
@@ -278,7 +278,7 @@ class Simulation:
         running = fl["status"] == ST.FLOW_RUNNING
         fl["why"][running] = ST.WHY_END_OF_RUN
         fl["why"][fl["status"] == ST.FLOW_PENDING] = ST.WHY_NOT_STARTED
-        tmod = transports.get(sc.transport_name)
+        tmod = sc.transport_module
         extra = tmod.collect(self.T) if hasattr(tmod, "collect") else {}
         fails = [{"index": k, "kind": f.kind, "target": f.target, "at_us": f.at_us, "ports": list(f.ports)}
                  for k, f in enumerate(sc.failures)]
