@@ -47,10 +47,8 @@ NEVER = np.int64(2**62)  # "no deadline" / "not yet"
 CLS_DATA = 0
 CLS_CTRL = 1  # high priority: ACK / NACK / CNP / trimmed headers
 
-ECN_NOT_ECT = 0
-ECN_ECT1 = 1
-ECN_ECT0 = 2
-ECN_CE = 3
+# the ECN codepoints (RFC 3168), defined once in mrc.wire.constants; ST.ECN_* for the engine
+from mrc.wire.constants import ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT  # noqa: E402, F401
 
 FWD_ECMP = 0
 FWD_SRV6 = 1

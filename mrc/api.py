@@ -313,7 +313,7 @@ class Device:
         if seed is not None and (not _is_int(seed) or seed < 0):
             raise UsageError(f"Device: seed must be None (random identifiers) or an integer >= 0, got {seed!r}")
         window = 128
-        while window < max_mpr * 128:
+        while window < max_mpr * D.MPR_UNIT:
             window <<= 1
         self.name = name
         self.address = name if address is None else address

@@ -25,6 +25,7 @@ from mrc.core.rng import seed_state
 from mrc.errors import ConfigError
 from mrc.harness import configure_pair_qp, make_evs
 from mrc.units import US
+from mrc.wire.constants import ECN_CE
 from mrc.wire.records import PKT
 
 OVERHEAD_BYTES = 100  # headers on the wire per packet (IPv6 + UDP + BTH + METH + TSETH + RETH + ICRC, roughly)
@@ -144,7 +145,7 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
                     pool[s]["payload_len"] = 0
                     stats[S_TRIMMED] += 1
                 elif is_data and _draw(stats) < ecn_u32:
-                    pool[s]["ecn"] = 3
+                    pool[s]["ecn"] = ECN_CE
                     stats[S_MARKED] += 1
                 n_heap = _push(h_time, h_item, n_heap, depart + delay_ps, s)
                 if n_heap + n_qp >= h_time.shape[0]:

@@ -264,7 +264,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
     want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
     window = 128
-    while window < min(want * 128, max_pkts):
+    while window < min(want * D.MPR_UNIT, max_pkts):
         window <<= 1
     mpr = min(want, window // 128)
 

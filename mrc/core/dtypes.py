@@ -118,10 +118,12 @@ CC_NSCC = 1  # "uet-1.0-nscc"
 CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
 
 PSN_MASK = 0xFFFFFF
+# MPR (maximum packets outstanding, mrc.h `mpr` / `mpr_dest`) counts in units of 128 packets.
+MPR_UNIT = 128
 # The widest PSN span a conforming requester has in flight: MPR <= 255 units of 128 PSNs (mrc.h
 # bounds; `requester` keeps sq_psn - una_psn below MPR x 128). A packet whose PSN lies further than
 # this from a QP's window cannot come from its peer: it is counted (``rx_oow``) and dropped.
-MAX_PSN_SPAN = 255 * 128
+MAX_PSN_SPAN = 255 * MPR_UNIT
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
 

@@ -276,7 +276,7 @@ def on_sack(T, i, p, now):
     if q["state"] != D.QPS_RTS:
         q["rx_dropped"] += 1
         return
-    cack = p["cack_psn"] & 0xFFFFFF
+    cack = p["cack_psn"] & D.PSN_MASK
     new_una = psn_add(cack, 1)
     if not sack_in_window(q, new_una):
         q["rx_oow"] += 1
@@ -371,7 +371,7 @@ def on_nack(T, i, p, now):
         q["rx_dropped"] += 1
         return
     reason = p["nack_reason"]
-    psn = p["nack_psn"] & 0xFFFFFF
+    psn = p["nack_psn"] & D.PSN_MASK
     if psn_diff(q["sq_psn"], psn) <= 0 or psn_diff(q["una_psn"], psn) > D.MAX_PSN_SPAN:
         q["rx_oow"] += 1  # never sent, or older than any PSN the peer could still answer: not our peer's
         return
@@ -415,7 +415,7 @@ def on_aeth(T, i, p, now):
         return
     syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
-        psn = p["psn"] & 0xFFFFFF
+        psn = p["psn"] & D.PSN_MASK
         if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
             q["rx_oow"] += 1  # a NAK names the PSN refused, which is still unacknowledged: not our peer's
             return

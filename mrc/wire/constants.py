@@ -175,3 +175,11 @@ def opcode_name(value: int) -> str:
         return Opcode(value).name
     except ValueError:
         return f"0x{value:02x}"
+
+
+# The IP header's ECN field (RFC 3168 section 5): the one definition the core, the emulator and the
+# conformance suite use.
+ECN_NOT_ECT = 0
+ECN_ECT1 = 1
+ECN_ECT0 = 2
+ECN_CE = 3
