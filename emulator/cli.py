@@ -185,7 +185,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_localize(args) -> int:
-    from mrc.ctl_localize import Params
+    from mrc.ctl.localizer import Params
     from mrc.emulator import localize
 
     kw = {k: v for k, v in (("min_pairs", args.min_pairs), ("window_us", args.window_us)) if v is not None}

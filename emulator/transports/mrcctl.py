@@ -2,7 +2,7 @@
 
 A controller per host owns the host's NIC port state and talks to its peers'
 controllers with endpoint requests, real packets through the fabric on the
-reserved QP number 2 (mrc-public-notes 2.7; `mrc.ctl_endpoint`):
+reserved QP number 2 (mrc-public-notes 2.7; `mrc.ctl.endpoint`):
 
 - **Port status updates.** When a NIC port of host h goes down or comes back
   (the ``nic-port-down`` failure: the NIC sees its link at once), every QP on h

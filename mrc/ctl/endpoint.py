@@ -13,7 +13,7 @@ import numpy as np
 
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import QP_DEFAULTS
-from mrc.ctl_types import EpBatch, EpRequest, EpResponse, parse_enum
+from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum
 from mrc.errors import UsageError
 from mrc.wire.constants import DSCP_CONTROL, ENDPOINT_QPN, EndpointOp, Opcode
 from mrc.wire.records import PKT

@@ -273,7 +273,7 @@ class Localizer:
     def set_paths(self, paths: np.ndarray) -> None:
         """The paths in use now (`PATHS` rows), replacing the previous set."""
         if paths.dtype != PATHS:
-            raise TypeError("paths must be a PATHS table (mrc.ctl_localize.PATHS)")
+            raise TypeError("paths must be a PATHS table (mrc.ctl.localizer.PATHS)")
         self.paths = paths
 
     def _merge(self) -> None:
