@@ -626,6 +626,20 @@ class Device:
         self.ctl._set_local_port(port, up, now)
 
     # -- events -------------------------------------------------------------------------
+    # -- what the controller uses of its device (mrc.ctl.link.DeviceSide): nothing else ----------------
+
+    def _live_qps(self) -> list:
+        """The device's live QPs."""
+        return list(self._by_qpn.values())
+
+    def _post_async(self, event: AsyncEvent) -> None:
+        """Queue an asynchronous event for `get_async_event`."""
+        self._async.append(event)
+
+    def _profile_seed(self, profile_id: int) -> int:
+        """The seed of EV profile `profile_id`'s generated EVs (from the device's ID source)."""
+        return self._ids.profile_seed(profile_id)
+
     def _drain(self) -> None:
         for e in tables.drain_events(self.T):
             qp = self._qps[int(e["qp"])]

@@ -225,7 +225,7 @@ class Controller(EvOpsMixin, EndpointMixin):
             p.ports = (list(p.ports[:keep]) + [0] * p.count)[:p.count]
             p.admin = (list(p.admin[:keep]) + [EvState.GOOD] * p.count)[:p.count]
             return
-        seed = self.device._ids.profile_seed(profile_id) if p.seed is None else p.seed
+        seed = self.device._profile_seed(profile_id) if p.seed is None else p.seed
         p.admin = [EvState.GOOD] * p.count
         if p.mode == EvProfileMode.AUTO:
             rng = np.random.default_rng(seed)

@@ -102,7 +102,7 @@ class EndpointMixin:
             if int(pkt["ep_op"]) == EndpointOp.PORT_STATUS_UPDATE:
                 mask = int(pkt["port_status_mask"]) & ((1 << self.device.ports) - 1)
                 T = self.device.T
-                for qp in self.device._by_qpn.values():
+                for qp in self.device._live_qps():
                     if qp.peer.address == src and qp.state in ("RTR", "RTS"):
                         dispatch.set_remote_ports(T, qp.index, np.uint32(mask), now)
                 self.counters["port_status_rx"] += 1
@@ -153,15 +153,15 @@ class EndpointMixin:
             return
         up = bool(self.local_ports >> (port - 1) & 1)
         dev = self.device
-        for qp in dev._by_qpn.values():
+        for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS"):
                 dispatch.set_local_ports(dev.T, qp.index, np.uint32(self.local_ports), now)
         from mrc.api import AsyncEvent
 
-        dev._async.append(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
+        dev._post_async(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
         # tell every peer at once, on a plane that is still up (OAI: "immediately tells peers")
         peers = {}
-        for qp in dev._by_qpn.values():
+        for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS") and qp.peer.address not in peers:
                 peers[qp.peer.address] = qp
         req_id = self.counters["psu_seq"]
