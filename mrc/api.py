@@ -41,6 +41,7 @@ from mrc.api_types import (
 )
 from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
+from mrc.ctl import Controller
 from mrc.errors import ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
@@ -332,8 +333,6 @@ class Device:
         self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
         self._kinds = np.zeros(64, dtype=np.int64)
         self._src = np.zeros((64, 3), dtype=np.int64)
-        from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
-
         self.ctl = Controller(self)
 
     def __repr__(self) -> str:

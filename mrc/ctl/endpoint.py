@@ -11,6 +11,7 @@ import collections
 
 import numpy as np
 
+from mrc.api_types import AsyncEvent, OutPacket
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum
@@ -80,8 +81,6 @@ class EndpointMixin:
         return batch
 
     def _endpoint_packets(self, now: int, port_mask: int) -> list:
-        from mrc.api import OutPacket
-
         out = []
         keep = collections.deque()
         while self._ep_out:
@@ -156,8 +155,6 @@ class EndpointMixin:
         for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS"):
                 dispatch.set_local_ports(dev.T, qp.index, np.uint32(self.local_ports), now)
-        from mrc.api import AsyncEvent
-
         dev._post_async(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
         # tell every peer at once, on a plane that is still up (OAI: "immediately tells peers")
         peers = {}

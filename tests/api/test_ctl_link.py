@@ -36,3 +36,12 @@ def test_a_port_going_down_reaches_the_application_through_the_interface():
     dev.set_port_state(2, up=False, now=0)
     ev = dev.get_async_event()
     assert ev is not None and ev.kind == "PORT_ERR" and ev.port == 2
+
+
+def test_no_import_cycle_between_the_api_and_the_controller():
+    # the controller builds on the API's plain types (mrc.api_types), never on mrc.api itself; mrc.api imports
+    # the controller at module level (no import hidden in a function to dodge a cycle)
+    for f in (MRC / "ctl").glob("*.py"):
+        assert not re.search(r"^\s*(from mrc\.api import|import mrc\.api\b)", f.read_text(), re.M), f.name
+    assert re.search(r"^from mrc\.ctl import Controller$", (MRC / "api.py").read_text(), re.M)
+    assert not re.search(r"^\s+from mrc\.ctl", (MRC / "api.py").read_text(), re.M)
