@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from mrc.emulator import build, engine, localize, sampling, workloads
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
 from mrc.emulator.scenario import Scenario
@@ -246,7 +246,7 @@ class Simulation:
             t_stop = min(t_next, end_ps)
             st = engine.run_chunk(E, F, T, t_stop, sc.chunk_events, reserve)
             if st == ST.ST_GROW:
-                E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=EV.heap_capacity(E.heap_t) - E.S[ST.S_HEAP_N] < reserve)
+                E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=EVT.heap_capacity(E.heap_t) - E.S[ST.S_HEAP_N] < reserve)
                 continue
             bar.update(E, time.perf_counter() - wall0)
             if deadline is not None and time.perf_counter() > deadline:
@@ -299,7 +299,7 @@ class Simulation:
             sim={"events": int(E.S[ST.S_EVENTS]), "packet_hops": int(E.S[ST.S_HOPS]), "wall_s": wall,
                  "sim_time_us": now / US, "peak_rss_mb": peak_rss_mb(),
                  "peak_packets": int(E.S[ST.S_PEAK_INFLIGHT]),
-                 "pool_rows": len(E.pkt), "heap_rows": EV.heap_capacity(E.heap_t)},
+                 "pool_rows": len(E.pkt), "heap_rows": EVT.heap_capacity(E.heap_t)},
             inflight={"packets": int(allocated.sum()), "bytes": int(E.pkt["size"][allocated].sum())},
             fstat=E.fstat.copy(), extra=extra,
             capture={"rows": E.cap[: E.S[ST.S_CAP_N]].copy(), "hdr": E.cap_hdr[: E.S[ST.S_CAP_N]].copy(),

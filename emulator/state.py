@@ -37,7 +37,7 @@ from collections import namedtuple
 import numpy as np
 
 from mrc.cachelines import aligned_zeros
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.wire.records import PKT
 
 NEVER = np.int64(2**62)  # "no deadline" / "not yet"
@@ -465,6 +465,6 @@ def grow(E: Engine, pool: bool, heap: bool) -> Engine:
         E.S[S_FREE_N] = k + n
         out = out._replace(pkt=pkt, hdr=hdr, free=free, pmeta=pmeta)
     if heap:
-        ht, hv = EV.heap_grown(E.heap_t, E.heap, int(E.S[S_HEAP_N]))
+        ht, hv = EVT.heap_grown(E.heap_t, E.heap, int(E.S[S_HEAP_N]))
         out = out._replace(heap_t=ht, heap=hv)
     return out
