@@ -57,7 +57,7 @@ from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
 from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
-from mrc.wire.constants import NackReason
+from mrc.wire.constants import M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
@@ -306,7 +306,7 @@ def on_sack(T, i, p, now):
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
     # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
-    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == 0 and q["reps_per_psn"] != 0
+    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == M_NONE and q["reps_per_psn"] != 0
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
@@ -345,17 +345,17 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
+        if p["m"] == M_NONE and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
             evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
-        if p["m"] == 1:
+        if p["m"] == M_SKIP_ONCE:
             q["ecn_sacks_rx"] += 1
             e["ecn_marks"] += 1
             evset.ev_input(T, i, slot, D.EVI_ECN_SACK, now)
-        elif p["m"] == 2:
+        elif p["m"] == M_ALWAYS_SKIP:
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
-        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
         if q["rto_marked_since"] != D.NO_DEADLINE:
             _reprobe_after_timeout(T, i, now)

@@ -64,7 +64,7 @@ from mrc.core import evset
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
-from mrc.wire.constants import ECN_CE, NackReason, Opcode
+from mrc.wire.constants import ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason, Opcode
 
 OP_LAST = int(Opcode.MRC_WRITE_LAST)
 OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
@@ -106,29 +106,29 @@ def _mark_m(q, ev, ce):
     if not ce:
         if q["mark_ev"][h] == ev:
             q["mark_cnt"][h] = 0
-        return 0
+        return M_NONE
     if q["mark_ev"][h] != ev:
         q["mark_ev"][h] = ev
         q["mark_cnt"][h] = 0
     q["mark_cnt"][h] += 1
     if q["always_skip_marks"] > 0 and q["mark_cnt"][h] >= q["always_skip_marks"]:
         q["mark_cnt"][h] = 0
-        return 2
-    return 1
+        return M_ALWAYS_SKIP
+    return M_SKIP_ONCE
 
 
 @njit_core
 def _owe_ack(q, p, m, now, immediate):
-    if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
+    if q["ack_pending"] == D.ACK_NONE or m != M_NONE or q["ack_m"] == M_NONE:
         q["ack_trigger_psn"] = p["psn"]
         q["ack_trigger_ev"] = p["ev"]
         q["ack_trigger_ts"] = p["tx_timestamp"]
         q["ack_trigger_port"] = p["port"]
         q["ack_m"] = m
     if immediate:
-        q["ack_pending"] = 2
-    elif q["ack_pending"] == 0:
-        q["ack_pending"] = 1
+        q["ack_pending"] = D.ACK_NOW
+    elif q["ack_pending"] == D.ACK_NONE:
+        q["ack_pending"] = D.ACK_AT_DEADLINE
         q["ack_deadline"] = now + q["ack_delay_ps"]
 
 

@@ -297,7 +297,7 @@ def start_responder(T, i, rq_psn, now):
     """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
     q = T.qp[i]
     q["cack_psn"] = (rq_psn - 1) & D.PSN_MASK
-    q["ack_pending"] = 0
+    q["ack_pending"] = D.ACK_NONE
     q["ack_deadline"] = D.NO_DEADLINE
     q["nack_n"] = 0
     q["rx_active_until"] = 0

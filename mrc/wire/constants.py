@@ -86,6 +86,12 @@ class SackM(enum.IntEnum):
     ALWAYS_SKIP = 2
 
 
+# SackM as plain ints, for compiled code
+M_NONE = int(SackM.NONE)
+M_SKIP_ONCE = int(SackM.SKIP_ONCE)
+M_ALWAYS_SKIP = int(SackM.ALWAYS_SKIP)
+
+
 class EndpointOp(enum.IntEnum):
     """Endpoint request operations (ERTH ``op``)."""
 
