@@ -99,8 +99,8 @@ def trial(kind: str, hotspot: bool, seed: int, window_us: float) -> dict:
 
 
 def table(rows: list[dict], window_us: float) -> str:
-    lines = [f"| kind | hotspot | trials | recall (95% CI) | precision (95% CI) | TTL median us | TTL p95 us | "
-             f"found within 1 ms | target |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kind | hotspot | trials | recall (95% CI) | precision (95% CI) | TTL median us | TTL p95 us | "
+             "found within 1 ms | target |", "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["kind"], r["hotspot"]) for r in rows}, key=lambda k: (KINDS.index(k[0]), k[1]))
     for kind, hot in keys:
         rs = [r for r in rows if r["kind"] == kind and r["hotspot"] == hot]

@@ -225,14 +225,12 @@ def port_status_changed(E, F, T, h, now):
 def _request_psu(E, T, h, d, qp, mask, now):
     C = T.mrc_ctl
     # a pending update to the same peer is replaced by this one
-    prev = -1
     k = T.mrc_host[h]["q_head"]
     while k >= 0:
         if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d:
             C[k]["mask"] = mask
             C[k]["tries"] = 0
             return
-        prev = k
         k = C[k]["next"]
     k = T.mrc_host[h]["w_head"]
     while k >= 0:

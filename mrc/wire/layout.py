@@ -27,7 +27,7 @@ H_ERTH = 1 << 11
 H_EETH = 1 << 12
 H_CNP = 1 << 13
 
-O = Opcode
+O = Opcode  # noqa: E741  (a short alias for the opcode table below)
 _MRC_DATA = H_KNOWN | H_METH | H_TSETH_IF_TS | H_RETH
 HEADERS_BY_OPCODE: dict[int, int] = {
     O.RC_SEND_FIRST: H_KNOWN,
