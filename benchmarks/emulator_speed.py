@@ -56,7 +56,7 @@ SETUPS = {
 
 def one(name: str, transport: str | None) -> dict:
     from mrc.emulator import scenario, sim
-    from mrc.emulator.cli import parse_transport
+    from mrc.emulator.transports.spec import parse as parse_transport
 
     warm = scenario.parse({"topology": {"kind": "leaf-spine", "hosts_per_leaf": 2, "leaves": 2, "spines": 1,
                                         "link_gbps": 100}, "transport": {"name": "roce-ecmp"},

@@ -5,7 +5,7 @@
 Each trial runs the emulator (``mrc`` transport) on a 2-plane leaf-spine of 32 hosts (8 leaves x 8
 spines per plane, 100G) under background traffic (a permutation of long flows on 24 hosts, or on all
 32), injects one random failure at a random time in [100, 300) us and lets the controller's live
-localiser (`mrc.ctl_localize`, `mrc.emulator.localize`) watch for `--window-us` after it. Kinds:
+localiser (`mrc.ctl.localizer`, `mrc.emulator.localize`) watch for `--window-us` after it. Kinds:
 
 - ``link-down``: a random T0-T1 link goes down for good;
 - ``switch``: a random switch (T0 or T1) reboots (down for 500 us);
@@ -87,7 +87,7 @@ def trial(kind: str, hotspot: bool, seed: int, window_us: float) -> dict:
            "blamed": [s["element"] for s in blamed], "wall_s": time.perf_counter() - wall}
     if fail:
         f = loc["failures"][0]
-        from mrc.ctl_localize import matches
+        from mrc.ctl.localizer import matches
 
         fp = sc.failures[0].ports
         out["found"] = f["element"] is not None
@@ -99,8 +99,8 @@ def trial(kind: str, hotspot: bool, seed: int, window_us: float) -> dict:
 
 
 def table(rows: list[dict], window_us: float) -> str:
-    lines = [f"| kind | hotspot | trials | recall (95% CI) | precision (95% CI) | TTL median us | TTL p95 us | "
-             f"found within 1 ms | target |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| kind | hotspot | trials | recall (95% CI) | precision (95% CI) | TTL median us | TTL p95 us | "
+             "found within 1 ms | target |", "|---|---|---|---|---|---|---|---|---|"]
     keys = sorted({(r["kind"], r["hotspot"]) for r in rows}, key=lambda k: (KINDS.index(k[0]), k[1]))
     for kind, hot in keys:
         rs = [r for r in rows if r["kind"] == kind and r["hotspot"] == hot]

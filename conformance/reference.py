@@ -22,7 +22,7 @@ import numpy as np
 
 from mrc.api import Access, Device, QpCap, WcOpcode
 from mrc.ctl import CC_NS_KEYS, EvState
-from mrc.ctl_types import EpRequest
+from mrc.ctl.types import EpRequest
 from mrc.errors import UsageError
 from mrc.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET

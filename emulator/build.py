@@ -129,7 +129,7 @@ def host_endpoints(hosts: np.ndarray, n_hosts: int):
 def transport(sc: Scenario, fs: FlowSet, rng: np.random.Generator):
     """Endpoints and `Transports` bundle of the scenario's transport; writes each flow's FCT alone over
     the transport's own path(s) (``alone``) and the fabric's best (``ideal``, `ideal.fabric_best`)."""
-    mod = transports.get(sc.transport_name)
+    mod = sc.transport_module
     lat = int(round(sc.switch.latency_ns * 1000))
     ep, fields, alone = mod.setup(sc.topo, fs.flows, sc.transport, sc.switch, rng, lat)
     fs.flows["alone"] = alone

@@ -88,13 +88,6 @@ def _progress(args) -> bool:
     return not args.no_progress and sys.stderr.isatty()
 
 
-def parse_transport(spec: str) -> tuple[str, dict]:
-    """``name:key=value:...`` -> (name, parameters) (`transports.spec.parse`)."""
-    from mrc.emulator.transports import spec as tspec
-
-    return tspec.parse(spec)
-
-
 def _sets(args) -> list:
     """The --set overrides plus --capture (as ``capture.ports``)."""
     sets = list(args.sets)
@@ -227,7 +220,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_localize(args) -> int:
-    from mrc.ctl_localize import Params
+    from mrc.ctl.localizer import Params
     from mrc.emulator import localize
 
     kw = {k: v for k, v in (("min_pairs", args.min_pairs), ("window_us", args.window_us)) if v is not None}

@@ -8,25 +8,25 @@ chunks, sampling between them.
 
 Per event kind:
 
-- ``EV_TX`` (port): the packet left the serialiser (`port.tx_done`); the
+- ``EVT_TX`` (port): the packet left the serialiser (`port.tx_done`); the
   port serialises its next packet (a NIC port asks its scheduler).
-- ``EV_PIPE`` (port): the packet at the head of the wire arrives. At a host
+- ``EVT_PIPE`` (port): the packet at the head of the wire arrives. At a host
   it is delivered to its endpoint's transport (`dispatch.on_rx`); at a
   switch it is forwarded (`forward.forward`) into an egress port
   (`port.receive`).
-- ``EV_TIMER`` (endpoint): `nic.on_timer`.
-- ``EV_ARRIVAL``: the next flow of the time-sorted start list starts.
-- ``EV_START`` (flow): a trigger started it.
-- ``EV_TRIG`` (trigger): a trigger it depends on fired (`flows.activate`).
-- ``EV_FAIL``: the next failure action (`failures.apply`).
-- ``EV_PFC_PAUSE`` / ``EV_PFC_RESUME`` (port): a PFC frame arrived.
+- ``EVT_TIMER`` (endpoint): `nic.on_timer`.
+- ``EVT_ARRIVAL``: the next flow of the time-sorted start list starts.
+- ``EVT_START`` (flow): a trigger started it.
+- ``EVT_TRIG`` (trigger): a trigger it depends on fired (`flows.activate`).
+- ``EVT_FAIL``: the next failure action (`failures.apply`).
+- ``EVT_PFC_PAUSE`` / ``EVT_PFC_RESUME`` (port): a PFC frame arrived.
 """
 from __future__ import annotations
 
 import numpy as np
 
 from mrc.emulator._jit import njit
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import failures, nic, pfc, watch
 from mrc.emulator import flows as FL
 from mrc.emulator import state as ST
@@ -110,15 +110,15 @@ def on_tx(E, F, T, q, now):
 def _prefetch_ahead(E, F, ev):
     """Two events ahead: the rows of the element event's port (engine and fabric) and packet,
     so that the next call, `_prefetch_next`, can read them to find the rows they point to."""
-    if (ev & EV.KIND_MASK) > EV.EV_PIPE:
+    if (ev & EVT.KIND_MASK) > EVT.EVT_PIPE:
         return
-    q = EV.event_id(ev)
+    q = EVT.event_id(ev)
     prefetch(E.port, q)
     prefetch(F.port, q)
-    i, endpoint = EV.event_hint(ev)
+    i, endpoint = EVT.event_hint(ev)
     if i >= 0:
         prefetch(E.pkt, i)
-        if endpoint != 0 and (ev & EV.KIND_MASK) == EV.EV_PIPE:
+        if endpoint != 0 and (ev & EVT.KIND_MASK) == EVT.EVT_PIPE:
             prefetch(E.hdr, i)  # the transport reads the header first
 
 
@@ -132,17 +132,17 @@ def _prefetch_next(E, F, T, ev):
     port: the free row it builds its next packet in). The port and packet rows were asked for
     one event earlier (`_prefetch_ahead`), so reading them here rarely waits; they are asked
     again here because the event after next was only a guess then."""
-    kind = ev & EV.KIND_MASK
-    if kind > EV.EV_PIPE:
+    kind = ev & EVT.KIND_MASK
+    if kind > EVT.EVT_PIPE:
         return
-    q = EV.event_id(ev)
-    i, endpoint = EV.event_hint(ev)
+    q = EVT.event_id(ev)
+    i, endpoint = EVT.event_hint(ev)
     prefetch(E.port, q)
     if i < 0:
         return
     prefetch(E.pkt, i)
     P = E.port
-    if kind == EV.EV_PIPE:
+    if kind == EVT.EVT_PIPE:
         if endpoint != 0:
             prefetch(E.hdr, i)
             TP.prefetch(E, T, E.pkt[i]["dst_ep"], i)
@@ -175,9 +175,9 @@ def prime(E):
     S = E.S
     if S[ST.S_ARR_NEXT] < E.arr_order.shape[0]:
         f = E.arr_order[S[ST.S_ARR_NEXT]]
-        schedule(E, E.flow[f]["start"], EV.event(0, EV.EV_ARRIVAL))
+        schedule(E, E.flow[f]["start"], EVT.event(0, EVT.EVT_ARRIVAL))
     if S[ST.S_ACT_NEXT] < E.act.shape[0]:
-        schedule(E, E.act[S[ST.S_ACT_NEXT]]["t"], EV.event(0, EV.EV_FAIL))
+        schedule(E, E.act[S[ST.S_ACT_NEXT]]["t"], EVT.event(0, EVT.EVT_FAIL))
 
 
 @njit
@@ -185,7 +185,7 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
     """Handle events up to `t_stop`; returns a `state.ST_*` status."""
     S = E.S
     n_flows = E.flow.shape[0]
-    cap = EV.heap_capacity(E.heap_t)
+    cap = EVT.heap_capacity(E.heap_t)
     n = 0
     while True:
         if S[ST.S_FLOWS_ENDED] >= n_flows:
@@ -203,38 +203,38 @@ def run_chunk(E, F, T, t_stop, max_events, heap_reserve):
         S[ST.S_NOW] = t
         n += 1
         S[ST.S_EVENTS] += 1
-        kind = ev & EV.KIND_MASK
-        ident = EV.event_id(ev)
+        kind = ev & EVT.KIND_MASK
+        ident = EVT.event_id(ev)
         h_n = S[ST.S_HEAP_N]
         if h_n > 1:
-            _prefetch_ahead(E, F, EV.heap_entry(E.heap, EV.min_child(E.heap_t, E.heap, 1, h_n)))  # the one after the next
+            _prefetch_ahead(E, F, EVT.heap_entry(E.heap, EVT.min_child(E.heap_t, E.heap, 1, h_n)))  # the one after the next
         if h_n > 0:
-            _prefetch_next(E, F, T, EV.heap_entry(E.heap, 0))
-        if kind == EV.EV_PIPE:
+            _prefetch_next(E, F, T, EVT.heap_entry(E.heap, 0))
+        if kind == EVT.EVT_PIPE:
             on_pipe(E, F, T, ident, t)
-        elif kind == EV.EV_TX:
+        elif kind == EVT.EVT_TX:
             on_tx(E, F, T, ident, t)
-        elif kind == EV.EV_TIMER:
+        elif kind == EVT.EVT_TIMER:
             nic.on_timer(E, F, T, ident, t)
-        elif kind == EV.EV_ARRIVAL:
+        elif kind == EVT.EVT_ARRIVAL:
             k = S[ST.S_ARR_NEXT]
             S[ST.S_ARR_NEXT] = k + 1
             if k + 1 < E.arr_order.shape[0]:
-                schedule(E, E.flow[E.arr_order[k + 1]]["start"], EV.event(0, EV.EV_ARRIVAL))
+                schedule(E, E.flow[E.arr_order[k + 1]]["start"], EVT.event(0, EVT.EVT_ARRIVAL))
             start_flow(E, F, T, E.arr_order[k], t)
-        elif kind == EV.EV_START:
+        elif kind == EVT.EVT_START:
             start_flow(E, F, T, ident, t)
-        elif kind == EV.EV_TRIG:
+        elif kind == EVT.EVT_TRIG:
             FL.activate(E, ident, t)
-        elif kind == EV.EV_FAIL:
+        elif kind == EVT.EVT_FAIL:
             a = S[ST.S_ACT_NEXT]
             S[ST.S_ACT_NEXT] = a + 1
             if a + 1 < E.act.shape[0]:
-                schedule(E, E.act[a + 1]["t"], EV.event(0, EV.EV_FAIL))
+                schedule(E, E.act[a + 1]["t"], EVT.event(0, EVT.EVT_FAIL))
             failures.apply(E, F, T, a, t)
-        elif kind == EV.EV_PFC_PAUSE:
+        elif kind == EVT.EVT_PFC_PAUSE:
             pfc.on_pause(E, ident, t)
-        elif kind == EV.EV_PFC_RESUME:
+        elif kind == EVT.EVT_PFC_RESUME:
             if pfc.on_resume(E, ident, t):
                 if (E.port[ident]["kind"] & ST.PK_NIC) != 0:
                     nic.kick(E, F, T, ident, t)

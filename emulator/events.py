@@ -29,15 +29,15 @@ KIND_BITS = 4
 KIND_MASK = 15
 
 # Event kinds (low 4 bits of the event word).
-EV_TX = 0  # port id: the packet being serialised has left
-EV_PIPE = 1  # port id: the packet at the head of the port's wire reaches the peer
-EV_TIMER = 2  # endpoint id: a transport deadline
-EV_ARRIVAL = 3  # (no id): the next timed flow start
-EV_START = 4  # flow id: a triggered flow starts now
-EV_FAIL = 5  # (no id): the next failure action
-EV_PFC_PAUSE = 6  # port id: a PAUSE frame reaches this (egress) port
-EV_PFC_RESUME = 7  # port id: a RESUME (XON) frame reaches this port
-EV_TRIG = 8  # trigger id: activated by a trigger it depends on (workloads with dependency graphs)
+EVT_TX = 0  # port id: the packet being serialised has left
+EVT_PIPE = 1  # port id: the packet at the head of the port's wire reaches the peer
+EVT_TIMER = 2  # endpoint id: a transport deadline
+EVT_ARRIVAL = 3  # (no id): the next timed flow start
+EVT_START = 4  # flow id: a triggered flow starts now
+EVT_FAIL = 5  # (no id): the next failure action
+EVT_PFC_PAUSE = 6  # port id: a PAUSE frame reaches this (egress) port
+EVT_PFC_RESUME = 7  # port id: a RESUME (XON) frame reaches this port
+EVT_TRIG = 8  # trigger id: activated by a trigger it depends on (workloads with dependency graphs)
 N_KINDS = 9
 
 

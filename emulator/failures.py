@@ -2,7 +2,7 @@
 
 `expand` turns the validated ``[[failures]]`` entries (`scenario.Failure`)
 into a time-sorted table of `state.ACT` rows; the engine applies one row per
-``EV_FAIL`` event (`apply`). Every action acts on a link, i.e. on both of its
+``EVT_FAIL`` event (`apply`). Every action acts on a link, i.e. on both of its
 ports. A failure's target is a `link` (two adjacent nodes), a `port`, a
 `switch` (all its links) or a host NIC port (`host` + `plane`).
 

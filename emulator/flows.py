@@ -8,11 +8,11 @@ flow's ``send_done_trigger`` / ``recv_done_trigger`` activates a trigger; a
 ``oneshot`` trigger starts all its flows on its first activation, a
 ``multishot`` one starts its next flow (in file order) on each activation, a
 ``barrier`` one starts all its flows on its ``count``-th activation. Started
-flows are scheduled as ``EV_START`` events at the current time (htsim's
+flows are scheduled as ``EVT_START`` events at the current time (htsim's
 ``triggerIsPending``), which the engine starts in order; a flow with a
 ``delay`` (a training job's compute phase, `workloads.training`) starts that
 much later. A trigger may also target another trigger (a target ``-(u + 1)``):
-it is activated by an ``EV_TRIG`` event at the current time, so dependency
+it is activated by an ``EVT_TRIG`` event at the current time, so dependency
 graphs (a group's collective done -> each member's next iteration) need no
 recursion and no allocation in compiled code.
 """
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from mrc.emulator._jit import njit
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.sched import schedule
 
@@ -30,9 +30,9 @@ from mrc.emulator.sched import schedule
 def _fire(E, x, now):
     """Start target x of a trigger: flow x after its delay, or trigger -(x + 1) now."""
     if x >= 0:
-        schedule(E, now + E.flow[x]["delay"], EV.event(x, EV.EV_START))
+        schedule(E, now + E.flow[x]["delay"], EVT.event(x, EVT.EVT_START))
     else:
-        schedule(E, now, EV.event(-x - 1, EV.EV_TRIG))
+        schedule(E, now, EVT.event(-x - 1, EVT.EVT_TRIG))
 
 
 @njit

@@ -9,11 +9,21 @@ any key nobody asked for, listing the known ones. Bad input raises
 from __future__ import annotations
 
 import math
+import tomllib
 from typing import Any, Mapping
 
 from mrc.errors import ConfigError
 
 _MISSING = object()
+
+
+def toml_value(text: str):
+    """A value written on the command line (``--set key=VALUE``, ``name:key=VALUE``) read as TOML
+    (``1e6``, ``false``, ``"text"``, ``[1, 2]``); text that is not TOML stays a string."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
 
 
 class Table:

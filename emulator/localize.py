@@ -1,4 +1,4 @@
-"""The controller's fault localisation, live in the emulator (`mrc.ctl_localize` on the run's EV events).
+"""The controller's fault localisation, live in the emulator (`mrc.ctl.localizer` on the run's EV events).
 
 For the MRC transports (`Simulation.run` between chunks): the EV events logged since the last
 chunk (``mrc_evlog``) become `Localizer` events (QP -> its host and its peer's); when any is
@@ -13,7 +13,7 @@ Cost: nothing for runs without EV events; per chunk with new bad events, one pas
 EV rows of the QPs (``paths_limit`` rows at most, else the paths are read once at the end).
 
 Scenario keys (``[localize]``): ``enabled`` (default true for MRC transports) and the
-`mrc.ctl_localize.Params` (``min_pairs``, ``min_paths``, ``window_us``, ``down_still``,
+`mrc.ctl.localizer.Params` (``min_pairs``, ``min_paths``, ``window_us``, ``down_still``,
 ``burst_gap_us``, ``congestion_ratio``, ``congestion_min``, ``degraded_ratio``,
 ``degraded_min``, ``evidence_max``), plus ``paths_limit``.
 """
@@ -23,7 +23,7 @@ import dataclasses
 
 import numpy as np
 
-from mrc import ctl_localize as CL
+from mrc.ctl import localizer as CL
 from mrc.errors import ConfigError
 
 PATHS_LIMIT = 2_000_000
@@ -60,7 +60,7 @@ PATHS_BLOCK = 1 << 14  # QPs per block of `paths_table`
 
 
 def paths_table(T, E) -> np.ndarray:
-    """`mrc.ctl_localize.PATHS` rows for every EV of every QP that sent on it (both QPs of a flow count
+    """`mrc.ctl.localizer.PATHS` rows for every EV of every QP that sent on it (both QPs of a flow count
     on the flow's host pair). Built `PATHS_BLOCK` QPs at a time, copying only the EV rows that sent: at
     131,072 flows x 256 EVs a copy of every EV row was a 4.3 GB transient at the end of the run."""
     mp = T.mrc_p

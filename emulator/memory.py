@@ -205,7 +205,6 @@ def series_samples(sc) -> int:
 def run_parts(sc, flows: np.ndarray) -> Estimate:
     """Every part of the run's memory: the fabric's, plus flows, transport, pool, trace, capture, series."""
     from mrc.emulator import state as ST
-    from mrc.emulator import transports
     from mrc.emulator.sim import GROUPS
     from mrc.wire.records import PKT
 
@@ -215,7 +214,7 @@ def run_parts(sc, flows: np.ndarray) -> Estimate:
     if coldstart.is_cold():
         est.parts.insert(1, Part("compiling", COMPILE_BYTES, None))
     nf = len(flows)
-    tmod = transports.get(sc.transport_name)
+    tmod = sc.transport_module
     wl = ("workload", f"{nf:,} flows")
     parts = est.parts
     parts.append(Part("flows", nf * (ST.FLOW.itemsize + 4 * 8), *wl))

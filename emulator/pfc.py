@@ -20,7 +20,7 @@ link's round trip), counted as ``drops_pfc_overflow``. The egress
 from __future__ import annotations
 
 from mrc.emulator._jit import njit
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.sched import schedule
 
@@ -42,7 +42,7 @@ def ingress_add(E, F, in_port, nbytes, now):
         P[in_port]["pauses_sent"] += 1
         E.ctr[ST.C_PFC_PAUSES] += 1
         up = F.port[in_port]["peer"]
-        schedule(E, _arrival(E, in_port, now), EV.event(up, EV.EV_PFC_PAUSE))
+        schedule(E, _arrival(E, in_port, now), EVT.event(up, EVT.EVT_PFC_PAUSE))
 
 
 @njit(inline="always")
@@ -55,7 +55,7 @@ def ingress_remove(E, F, in_port, nbytes, now):
         P[in_port]["xoff"] = 0
         E.ctr[ST.C_PFC_RESUMES] += 1
         up = F.port[in_port]["peer"]
-        schedule(E, _arrival(E, in_port, now), EV.event(up, EV.EV_PFC_RESUME))
+        schedule(E, _arrival(E, in_port, now), EVT.event(up, EVT.EVT_PFC_RESUME))
 
 
 @njit

@@ -2,8 +2,8 @@
 
 Queues and wires are singly linked lists through the packet pool (``pkt.next``),
 so a port costs a fixed row whatever it holds. Element discipline (htsim's
-``Queue`` + ``Pipe``): a port has one ``EV_TX`` pending while it serialises,
-its wire one ``EV_PIPE`` for the packet at its head; the wire is FIFO with a
+``Queue`` + ``Pipe``): a port has one ``EVT_TX`` pending while it serialises,
+its wire one ``EVT_PIPE`` for the packet at its head; the wire is FIFO with a
 constant delay, so arrival order is departure order.
 
 - `receive`: a packet enters the port (switch egress). Down link: drop.
@@ -24,7 +24,7 @@ import numpy as np
 
 from mrc.emulator._jit import njit
 from mrc.emulator import aqm, pfc, watch
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.capture import capture
 from mrc.emulator.pool import free, rand_u01, trace
@@ -128,8 +128,8 @@ def receive(E, F, q, i, now):
 
 @njit(inline="always")
 def _pipe_event(E, q, i):
-    """The `EV_PIPE` event of port q's wire whose head is packet i (delivered to a host: flagged)."""
-    return EV.event_pkt(q, EV.EV_PIPE, i, (E.port[q]["kind"] & ST.PK_TO_HOST) != 0)
+    """The `EVT_PIPE` event of port q's wire whose head is packet i (delivered to a host: flagged)."""
+    return EVT.event_pkt(q, EVT.EVT_PIPE, i, (E.port[q]["kind"] & ST.PK_TO_HOST) != 0)
 
 
 @njit(inline="always")
@@ -139,7 +139,7 @@ def begin_tx(E, F, q, i, now):
     P[q]["busy"] = 1
     P[q]["cur"] = i
     nbytes = np.int64(E.pkt[i]["size"]) + E.cfg[0]["framing"]
-    schedule(E, now + serialization_ps(nbytes, P[q]["rate"]), EV.event_pkt(q, EV.EV_TX, i, (P[q]["kind"] & ST.PK_NIC) != 0))
+    schedule(E, now + serialization_ps(nbytes, P[q]["rate"]), EVT.event_pkt(q, EVT.EVT_TX, i, (P[q]["kind"] & ST.PK_NIC) != 0))
 
 
 @njit(inline="always")

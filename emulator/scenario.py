@@ -37,7 +37,7 @@ from mrc.emulator.capture import CaptureConfig
 from mrc.emulator.capture import parse as parse_capture
 from mrc.emulator.localize import LocalizeConfig
 from mrc.emulator.localize import parse as parse_localize
-from mrc.emulator.keys import Table, host_list
+from mrc.emulator.keys import Table, host_list, toml_value
 from mrc.emulator.workloads import generators
 from mrc.errors import ConfigError
 from mrc.fabric import Topology, resolve
@@ -132,6 +132,12 @@ class Scenario:
     max_memory: int | None = None  # engine.max_memory (bytes): the run's memory estimate must stay below it
 
     @property
+    def transport_module(self):
+        """The module that runs this scenario's transport (`mrc.emulator.transports.REGISTRY`): the one place
+        the name is looked up (the name was checked when the scenario was parsed)."""
+        return transports.REGISTRY[self.transport_name]
+
+    @property
     def end_us(self) -> float:
         return self.duration_us if self.duration_us is not None else DEFAULT_CAP_US
 
@@ -157,13 +163,6 @@ def read(source) -> tuple[dict, str, pathlib.Path | None]:
     return data, p.stem, p.parent
 
 
-def _toml_value(text: str):
-    try:
-        return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
-        return text
-
-
 def apply_sets(data: dict, sets) -> dict:
     """Apply ``key=value`` overrides (dotted keys; ``workload.1.size_bytes`` indexes arrays of tables)."""
     for item in sets or ():
@@ -186,7 +185,7 @@ def apply_sets(data: dict, sets) -> dict:
                 if not isinstance(node, (dict, list)):
                     raise ConfigError(".".join(parts[: k + 1]), node, "not a table")
         last = parts[-1]
-        value = _toml_value(text.strip())
+        value = toml_value(text.strip())
         if isinstance(node, list):
             if not last.isdigit() or int(last) >= len(node):
                 raise ConfigError(key, last, f"an index 0..{len(node) - 1}")

@@ -7,7 +7,7 @@ scheduled, whichever queue holds them.
 """
 from __future__ import annotations
 
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator._jit import njit
 from mrc.emulator.state import NEVER
@@ -16,15 +16,15 @@ from mrc.emulator.state import NEVER
 @njit(inline="always")
 def schedule(E, t, ev):
     """Schedule event word `ev` (`events.event(id, kind)`) at time `t`."""
-    EV.heap_push(E.heap_t, E.heap, E.S, ST.S_HEAP_N, ST.S_SEQ, t, ev)
+    EVT.heap_push(E.heap_t, E.heap, E.S, ST.S_HEAP_N, ST.S_SEQ, t, ev)
 
 
 @njit(inline="always")
 def set_timer(E, ep, t):
     if t == NEVER:
-        EV.timer_remove(E.theap, E.tpos, E.S, ST.S_THEAP_N, ep)
+        EVT.timer_remove(E.theap, E.tpos, E.S, ST.S_THEAP_N, ep)
     else:
-        EV.timer_set(E.theap, E.tpos, E.S, ST.S_THEAP_N, ST.S_SEQ, ep, t)
+        EVT.timer_set(E.theap, E.tpos, E.S, ST.S_THEAP_N, ST.S_SEQ, ep, t)
 
 
 @njit(inline="always")
@@ -35,7 +35,7 @@ def _timer_first(E):
     if E.S[ST.S_HEAP_N] == 0:
         return True
     a = E.theap[0]
-    tb, sb, _ = EV.heap_top(E.heap_t, E.heap)
+    tb, sb, _ = EVT.heap_top(E.heap_t, E.heap)
     return a["t"] < tb or (a["t"] == tb and a["s"] < sb)
 
 
@@ -46,16 +46,16 @@ def peek(E):
         return NEVER
     if _timer_first(E):
         return E.theap[0]["t"]
-    return EV.heap_top(E.heap_t, E.heap)[0]
+    return EVT.heap_top(E.heap_t, E.heap)[0]
 
 
 @njit(inline="always")
 def pop(E):
-    """Remove the earliest event: (t, event word); a timer comes back as event(ep, EV_TIMER)."""
+    """Remove the earliest event: (t, event word); a timer comes back as event(ep, EVT_TIMER)."""
     if _timer_first(E):
-        t, ep = EV.timer_pop(E.theap, E.tpos, E.S, ST.S_THEAP_N)
-        return t, EV.event(ep, EV.EV_TIMER)
-    return EV.heap_pop(E.heap_t, E.heap, E.S, ST.S_HEAP_N)
+        t, ep = EVT.timer_pop(E.theap, E.tpos, E.S, ST.S_THEAP_N)
+        return t, EVT.event(ep, EVT.EVT_TIMER)
+    return EVT.heap_pop(E.heap_t, E.heap, E.S, ST.S_HEAP_N)
 
 
 @njit(inline="always")

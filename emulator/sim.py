@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from mrc.emulator import build, engine, localize, memory, sampling, transports, workloads
-from mrc.emulator import events as EV
+from mrc.emulator import build, engine, localize, memory, sampling, workloads
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
 from mrc.emulator.scenario import Scenario
@@ -101,7 +101,7 @@ class Sampler:
             if f >= n_flows:
                 from mrc.errors import ConfigError
                 raise ConfigError("metrics.flow_series", f, f"no such flow: the workload has {n_flows}")
-        self.tmod = transports.get(sim.sc.transport_name)
+        self.tmod = sim.sc.transport_module
 
     def _add(self, name, value):
         self.cols.setdefault(name, []).append(value)
@@ -247,7 +247,7 @@ class Simulation:
             t_stop = min(t_next, end_ps)
             st = engine.run_chunk(E, F, T, t_stop, sc.chunk_events, reserve)
             if st == ST.ST_GROW:
-                E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=EV.heap_capacity(E.heap_t) - E.S[ST.S_HEAP_N] < reserve)
+                E = ST.grow(E, pool=E.S[ST.S_FREE_N] < RESERVE, heap=EVT.heap_capacity(E.heap_t) - E.S[ST.S_HEAP_N] < reserve)
                 continue
             bar.update(E, time.perf_counter() - wall0)
             if deadline is not None and time.perf_counter() > deadline:
@@ -279,7 +279,7 @@ class Simulation:
         running = fl["status"] == ST.FLOW_RUNNING
         fl["why"][running] = ST.WHY_END_OF_RUN
         fl["why"][fl["status"] == ST.FLOW_PENDING] = ST.WHY_NOT_STARTED
-        tmod = transports.get(sc.transport_name)
+        tmod = sc.transport_module
         extra = tmod.collect(self.T) if hasattr(tmod, "collect") else {}
         fails = [{"index": k, "kind": f.kind, "target": f.target, "at_us": f.at_us, "ports": list(f.ports)}
                  for k, f in enumerate(sc.failures)]
@@ -300,7 +300,7 @@ class Simulation:
             sim={"events": int(E.S[ST.S_EVENTS]), "packet_hops": int(E.S[ST.S_HOPS]), "wall_s": wall,
                  "sim_time_us": now / US, "peak_rss_mb": peak_rss_mb(),
                  "peak_packets": int(E.S[ST.S_PEAK_INFLIGHT]),
-                 "pool_rows": len(E.pkt), "heap_rows": EV.heap_capacity(E.heap_t)},
+                 "pool_rows": len(E.pkt), "heap_rows": EVT.heap_capacity(E.heap_t)},
             inflight={"packets": int(allocated.sum()), "bytes": int(E.pkt["size"][allocated].sum())},
             fstat=E.fstat.copy(), extra=extra,
             capture={"rows": E.cap[: E.S[ST.S_CAP_N]].copy(), "hdr": E.cap_hdr[: E.S[ST.S_CAP_N]].copy(),

@@ -37,7 +37,7 @@ from collections import namedtuple
 import numpy as np
 
 from mrc.cachelines import aligned_zeros
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.wire.records import PKT
 
 NEVER = np.int64(2**62)  # "no deadline" / "not yet"
@@ -47,10 +47,8 @@ NEVER = np.int64(2**62)  # "no deadline" / "not yet"
 CLS_DATA = 0
 CLS_CTRL = 1  # high priority: ACK / NACK / CNP / trimmed headers
 
-ECN_NOT_ECT = 0
-ECN_ECT1 = 1
-ECN_ECT0 = 2
-ECN_CE = 3
+# the ECN codepoints (RFC 3168), defined once in mrc.wire.constants; ST.ECN_* for the engine
+from mrc.wire.constants import ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT  # noqa: E402, F401
 
 FWD_ECMP = 0
 FWD_SRV6 = 1
@@ -467,6 +465,6 @@ def grow(E: Engine, pool: bool, heap: bool) -> Engine:
         E.S[S_FREE_N] = k + n
         out = out._replace(pkt=pkt, hdr=hdr, free=free, pmeta=pmeta)
     if heap:
-        ht, hv = EV.heap_grown(E.heap_t, E.heap, int(E.S[S_HEAP_N]))
+        ht, hv = EVT.heap_grown(E.heap_t, E.heap, int(E.S[S_HEAP_N]))
         out = out._replace(heap_t=ht, heap=hv)
     return out

@@ -63,7 +63,7 @@ def _show(args) -> int:
     print(f"fabric         {s.name}")
     print(f"kind           {s.kind}, {topo.tiers} switch tiers" + (f", k = {s.k}" if s.k else ""))
     print(f"hosts          {topo.n_hosts} ({topo.hosts_per_leaf} per T0), {topo.n_planes} NIC port(s) each")
-    print(f"switches       " + ", ".join(f"{c} {t}" for t, c in zip(tiers, counts))
+    print("switches       " + ", ".join(f"{c} {t}" for t, c in zip(tiers, counts))
           + f" per plane; {topo.switches_per_plane * topo.n_planes} in all"
           + (f" (radix {s.radix})" if s.radix else ""))
     speeds = [s.link_gbps, *s.fabric_gbps]

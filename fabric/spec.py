@@ -233,7 +233,7 @@ def resolve(mapping: Mapping[str, Any], where: str = "topology", radix: int | No
             os_frac = implied
         else:
             hpl = _exact(pre, "oversubscription", os_value, os_frac * half * up_f / link_f,
-                         f"hosts per edge switch (oversubscription * k/2 * fabric_gbps / link_gbps)")
+                         "hosts per edge switch (oversubscription * k/2 * fabric_gbps / link_gbps)")
             if hpl < 1:
                 raise ConfigError(f"{pre}oversubscription", os_value, "leaves no host port on an edge switch")
         leaves, spines = k * half, half

@@ -41,6 +41,7 @@ from mrc.api_types import (
 )
 from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup, tables
 from mrc.core.rng import seed_state
+from mrc.ctl import Controller
 from mrc.errors import ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
 from mrc.wire.records import PKT
@@ -313,7 +314,7 @@ class Device:
         if seed is not None and (not _is_int(seed) or seed < 0):
             raise UsageError(f"Device: seed must be None (random identifiers) or an integer >= 0, got {seed!r}")
         window = 128
-        while window < max_mpr * 128:
+        while window < max_mpr * D.MPR_UNIT:
             window <<= 1
         self.name = name
         self.address = name if address is None else address
@@ -332,8 +333,6 @@ class Device:
         self._out = np.zeros(64, dtype=PKT)  # next_packets fills up to 64 packets per call
         self._kinds = np.zeros(64, dtype=np.int64)
         self._src = np.zeros((64, 3), dtype=np.int64)
-        from mrc.ctl import Controller  # the controller needs the device; import here to avoid a cycle
-
         self.ctl = Controller(self)
 
     def __repr__(self) -> str:
@@ -626,6 +625,20 @@ class Device:
         self.ctl._set_local_port(port, up, now)
 
     # -- events -------------------------------------------------------------------------
+    # -- what the controller uses of its device (mrc.ctl.link.DeviceSide): nothing else ----------------
+
+    def _live_qps(self) -> list:
+        """The device's live QPs."""
+        return list(self._by_qpn.values())
+
+    def _post_async(self, event: AsyncEvent) -> None:
+        """Queue an asynchronous event for `get_async_event`."""
+        self._async.append(event)
+
+    def _profile_seed(self, profile_id: int) -> int:
+        """The seed of EV profile `profile_id`'s generated EVs (from the device's ID source)."""
+        return self._ids.profile_seed(profile_id)
+
     def _drain(self) -> None:
         for e in tables.drain_events(self.T):
             qp = self._qps[int(e["qp"])]

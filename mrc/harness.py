@@ -25,6 +25,7 @@ from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
 from mrc.core.psn import psn_diff
 from mrc.core.rng import seed_state
 from mrc.units import NS, US
+from mrc.wire.constants import ECN_CE, ECN_ECT0, ECN_ECT1
 from mrc.wire.records import PKT
 
 
@@ -227,8 +228,8 @@ class Pair:
         if data and f.trim and self.rng.random() < f.trim:
             pkt["trim"] = 2 if f.trim_lasthop else 1
             pkt["payload_len"] = 0
-        if f.ecn and pkt["ecn"] in (1, 2) and self.rng.random() < f.ecn:
-            pkt["ecn"] = 3
+        if f.ecn and pkt["ecn"] in (ECN_ECT1, ECN_ECT0) and self.rng.random() < f.ecn:
+            pkt["ecn"] = ECN_CE
         for _ in range(copies):
             delay = self.net.base_delay_ps + f.extra_delay_ps
             if self.net.jitter_ps:
@@ -251,7 +252,7 @@ class Pair:
             if q["inflight"] > max(q["cwnd"], pkt["payload_len"]) + 1e-9:
                 raise InvariantError(f"inflight {q['inflight']} exceeds cwnd {q['cwnd']}")
             span = psn_diff(q["sq_psn"], q["una_psn"])
-            if span > int(q["mpr"]) * 128:
+            if span > int(q["mpr"]) * D.MPR_UNIT:
                 raise InvariantError(f"PSN span {span} exceeds MPR x 128")
 
     # -- manual driving (aioquic-test style: the test decides each delivery) ------------
@@ -325,7 +326,7 @@ class Pair:
         for i in (0, 1):
             q = T.qp[i]
             span = psn_diff(q["sq_psn"], q["una_psn"])
-            if q["state"] == D.QPS_RTS and not 0 <= span <= int(q["mpr"]) * 128:
+            if q["state"] == D.QPS_RTS and not 0 <= span <= int(q["mpr"]) * D.MPR_UNIT:
                 raise InvariantError(f"QP {i}: PSN span {span} outside [0, MPR x 128]")
             for slot in range(int(q["n_ev"])):
                 e = T.ev[i, slot]

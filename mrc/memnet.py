@@ -25,10 +25,11 @@ from mrc.core.rng import seed_state
 from mrc.errors import ConfigError
 from mrc.harness import configure_pair_qp, make_evs
 from mrc.units import US
+from mrc.wire.constants import ECN_CE
 from mrc.wire.records import PKT
 
 OVERHEAD_BYTES = 100  # headers on the wire per packet (IPv6 + UDP + BTH + METH + TSETH + RETH + ICRC, roughly)
-EV_TIMER = -1  # heap entry that is a timer, not a packet
+EVT_TIMER = -1  # heap entry that is a timer, not a packet
 
 # counters of a run (the `stats` array)
 S_DATA, S_RTX, S_CONTROL, S_PROBE, S_DROPPED, S_TRIMMED, S_MARKED, S_DELIVERED, S_TIMERS, S_DONE, S_FAILED, S_RNG = range(12)
@@ -144,7 +145,7 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
                     pool[s]["payload_len"] = 0
                     stats[S_TRIMMED] += 1
                 elif is_data and _draw(stats) < ecn_u32:
-                    pool[s]["ecn"] = 3
+                    pool[s]["ecn"] = ECN_CE
                     stats[S_MARKED] += 1
                 n_heap = _push(h_time, h_item, n_heap, depart + delay_ps, s)
                 if n_heap + n_qp >= h_time.shape[0]:
@@ -153,7 +154,7 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
             d = dispatch.next_deadline(T, i)
             if d < armed[i]:
                 armed[i] = d
-                n_heap = _push(h_time, h_item, n_heap, d, EV_TIMER - i)
+                n_heap = _push(h_time, h_item, n_heap, d, EVT_TIMER - i)
                 if n_heap + n_qp >= h_time.shape[0]:
                     stats[S_FAILED] = -1
                     return now
@@ -174,7 +175,7 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
                 n_free += 1
                 stats[S_DELIVERED] += 1
             else:
-                i = EV_TIMER - item
+                i = EVT_TIMER - item
                 if armed[i] != now:
                     continue  # stale: the timer was re-armed since
                 armed[i] = D.NO_DEADLINE

@@ -127,7 +127,7 @@ for _q, (_ecn, _delays, _what, _mut) in QUADRANTS.items():
                    f"queuing delay {'above' if _hi else 'below'} target_delay give a {_what}.",
          failure=f"the window does not follow NSCC's {'ECN' if _ecn else 'no-ECN'} / "
                  f"{'high' if _hi else 'low'}-delay quadrant",
-         network=f"crafted responder; QuickAdapt off; " + (
+         network="crafted responder; QuickAdapt off; " + (
              f"4 trim NACKs, then 12 SACKs at {_delays[0] / US:g} us, and (new connection) at {_delays[1] / US:g} us"
              if not _ecn else f"4 trim NACKs, 40 SACKs with M = 1 at {_delays[0] / US:g} us over base RTT 8 us, "
                               f"then 20 more within 1 us a base RTT later (the window measured over those 20)"),

@@ -24,6 +24,7 @@ import pathlib
 import tomllib
 
 from mrc.emulator import scenario
+from mrc.emulator.keys import toml_value
 from mrc.emulator.transports import spec as tspec
 from mrc.errors import ConfigError
 
@@ -65,7 +66,7 @@ def parse_grid(items) -> dict[str, list]:
             raise ConfigError("--grid", item, f"{key} is set by {RESERVED_GRID[key]}")
         if key in grid:
             raise ConfigError("--grid", item, f"{key} given twice")
-        vals = [scenario._toml_value(v.strip()) for v in values.split(",") if v.strip()]
+        vals = [toml_value(v.strip()) for v in values.split(",") if v.strip()]
         if not vals:
             raise ConfigError("--grid", item, "give at least one value")
         if len({json.dumps(v, sort_keys=True) for v in vals}) != len(vals):

@@ -261,7 +261,7 @@ def window_of(topo, sizes: np.ndarray, p: dict) -> dict:
     max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
     want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
     window = 128
-    while window < min(want * 128, max_pkts):
+    while window < min(want * D.MPR_UNIT, max_pkts):
         window <<= 1
     return dict(window=window, mpr=min(want, window // 128), planes_used=planes_used, link=link, base_rtt=base_rtt,
                 max_window=max_window)

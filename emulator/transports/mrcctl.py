@@ -2,7 +2,7 @@
 
 A controller per host owns the host's NIC port state and talks to its peers'
 controllers with endpoint requests, real packets through the fabric on the
-reserved QP number 2 (mrc-public-notes 2.7; `mrc.ctl_endpoint`):
+reserved QP number 2 (mrc-public-notes 2.7; `mrc.ctl.endpoint`):
 
 - **Port status updates.** When a NIC port of host h goes down or comes back
   (the ``nic-port-down`` failure: the NIC sees its link at once), every QP on h
@@ -225,14 +225,12 @@ def port_status_changed(E, F, T, h, now):
 def _request_psu(E, T, h, d, qp, mask, now):
     C = T.mrc_ctl
     # a pending update to the same peer is replaced by this one
-    prev = -1
     k = T.mrc_host[h]["q_head"]
     while k >= 0:
         if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d:
             C[k]["mask"] = mask
             C[k]["tries"] = 0
             return
-        prev = k
         k = C[k]["next"]
     k = T.mrc_host[h]["w_head"]
     while k >= 0:

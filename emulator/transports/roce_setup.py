@@ -127,9 +127,7 @@ def _paths(F, src, dst, plane, sport, fwd, ev, sizes, mtu, framing, lat, ideal, 
     for f in range(src.shape[0]):
         if fwd == ST.FWD_SRV6:
             n = ev_route(F, src[f], dst[f], ev[f], out)
-            h, l = ev_carrier(F, src[f], dst[f], ev[f])
-            hi[f] = h
-            lo[f] = l
+            hi[f], lo[f] = ev_carrier(F, src[f], dst[f], ev[f])
         else:
             n = ecmp_route(F, src[f], dst[f], plane[f], sport[f], 0, 17, out)
         size = sizes[f]

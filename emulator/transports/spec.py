@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import re
 
+from mrc.emulator.keys import toml_value
 from mrc.errors import ConfigError
 
 
@@ -32,14 +33,8 @@ def parse(spec: str, where: str = "--transports", commas: bool = False) -> tuple
         k, _, v = p.partition("=")
         if not k.strip():
             raise ConfigError(where, spec, f"{p!r}: empty key")
-        params[k.strip()] = _toml_value(v.strip())
+        params[k.strip()] = toml_value(v.strip())
     return name, params
-
-
-def _toml_value(text: str):
-    from mrc.emulator.scenario import _toml_value as value
-
-    return value(text)
 
 
 def split(specs: str, where: str = "--transports") -> list[str]:

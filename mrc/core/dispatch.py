@@ -32,7 +32,7 @@ from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, loss, requester, responder
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.requester import tx_slot
-from mrc.wire.constants import Opcode
+from mrc.wire.constants import M_NONE, Opcode
 
 K_NONE = 0
 K_DATA = 1
@@ -130,14 +130,14 @@ def _next_control(T, i, now, port_mask, out, k):
                 q["nack_m"][j] = q["nack_m"][j + 1]
             q["nack_n"] = n
             return K_CONTROL
-    if q["ack_pending"] == 2 or (q["ack_pending"] == 1 and now >= q["ack_deadline"]):
+    if q["ack_pending"] == D.ACK_NOW or (q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]):
         s = control_slot(T, i, q["ack_trigger_port"], port_mask, now)
         if s >= 0:
             responder.fill_sack(T, i, out, k, q["ack_trigger_psn"], q["ack_trigger_ev"], q["ack_trigger_ts"], q["ack_m"], 0, s, now)
-            q["ack_pending"] = 0
+            q["ack_pending"] = D.ACK_NONE
             q["ack_pkts"] = 0
             q["ack_bytes"] = 0
-            q["ack_m"] = 0
+            q["ack_m"] = M_NONE
             return K_CONTROL
     return K_NONE
 
@@ -182,7 +182,7 @@ def next_packet(T, i, now, port_mask, out, k):
     """Build QP `i`'s next packet for a port in `port_mask` into out[k]; returns its kind."""
     q = T.qp[i]
     # the flags are tested here so that a QP with nothing to send costs no calls
-    if q["aeth_pending"] or q["nack_n"] > 0 or q["ack_pending"] != 0:
+    if q["aeth_pending"] or q["nack_n"] > 0 or q["ack_pending"] != D.ACK_NONE:
         kind = _next_control(T, i, now, port_mask, out, k)
         if kind != K_NONE:
             return kind
@@ -231,9 +231,9 @@ def next_packets(T, i, now, port_mask, out, kinds, src):
 def tx_ready(T, i, now):
     """Would `next_packet` (with every port) produce something now? A cheap hint for schedulers."""
     q = T.qp[i]
-    if q["aeth_pending"] or q["nack_n"] > 0 or q["ack_pending"] == 2:
+    if q["aeth_pending"] or q["nack_n"] > 0 or q["ack_pending"] == D.ACK_NOW:
         return True
-    if q["ack_pending"] == 1 and now >= q["ack_deadline"]:
+    if q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]:
         return True
     if q["state"] != D.QPS_RTS:
         return False
@@ -266,8 +266,8 @@ def on_timer(T, i, now):
             q["rel_probe_deadline"] = now + requester.probe_timeout(q)
         else:
             q["rel_probe_deadline"] = D.NO_DEADLINE
-    if q["ack_pending"] == 1 and now >= q["ack_deadline"]:
-        q["ack_pending"] = 2
+    if q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]:
+        q["ack_pending"] = D.ACK_NOW
     if now >= q["ev_probe_deadline"]:
         q["ev_probe_due"] = 1
         q["ev_probe_deadline"] = evset.next_probe_time(T, i, now)
@@ -303,7 +303,7 @@ def next_deadline(T, i):
         t = q["loss_deadline"]
     if q["rel_probe_deadline"] < t:
         t = q["rel_probe_deadline"]
-    if q["ack_pending"] == 1 and q["ack_deadline"] < t:
+    if q["ack_pending"] == D.ACK_AT_DEADLINE and q["ack_deadline"] < t:
         t = q["ack_deadline"]
     if q["ev_probe_deadline"] < t:
         t = q["ev_probe_deadline"]

@@ -118,10 +118,16 @@ CC_NSCC = 1  # "uet-1.0-nscc"
 CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
 
 PSN_MASK = 0xFFFFFF
+# QP.ack_pending: the SACK a responder owes
+ACK_NONE = 0  # nothing
+ACK_AT_DEADLINE = 1  # coalescing: at ack_deadline
+ACK_NOW = 2  # at once (a CE mark, AckReq, a duplicate, a probe)
+# MPR (maximum packets outstanding, mrc.h `mpr` / `mpr_dest`) counts in units of 128 packets.
+MPR_UNIT = 128
 # The widest PSN span a conforming requester has in flight: MPR <= 255 units of 128 PSNs (mrc.h
 # bounds; `requester` keeps sq_psn - una_psn below MPR x 128). A packet whose PSN lies further than
 # this from a QP's window cannot come from its peer: it is counted (``rx_oow``) and dropped.
-MAX_PSN_SPAN = 255 * 128
+MAX_PSN_SPAN = 255 * MPR_UNIT
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
 
@@ -157,7 +163,7 @@ def _line_grouped(groups):
 _QP_GROUPS = [
     ("sched", [
         ("state", np.uint8),
-        ("ack_pending", np.uint8),  # a SACK is owed: 1 (coalescing: at the deadline) or 2 (now)
+        ("ack_pending", np.uint8),  # a SACK is owed: ACK_NONE, ACK_AT_DEADLINE (coalescing) or ACK_NOW
         ("nack_n", np.uint8),  # queued NACKs (nack_* arrays)
         ("aeth_pending", np.uint8),  # a NAK (remote access error) is owed
         ("ev_probe_due", np.uint8),  # some ASSUMED_BAD EV's probe is due now

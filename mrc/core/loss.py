@@ -57,7 +57,7 @@ from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
 from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
-from mrc.wire.constants import NackReason
+from mrc.wire.constants import M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
@@ -276,7 +276,7 @@ def on_sack(T, i, p, now):
     if q["state"] != D.QPS_RTS:
         q["rx_dropped"] += 1
         return
-    cack = p["cack_psn"] & 0xFFFFFF
+    cack = p["cack_psn"] & D.PSN_MASK
     new_una = psn_add(cack, 1)
     if not sack_in_window(q, new_una):
         q["rx_oow"] += 1
@@ -306,7 +306,7 @@ def on_sack(T, i, p, now):
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
     # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
-    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == 0 and q["reps_per_psn"] != 0
+    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == M_NONE and q["reps_per_psn"] != 0
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
@@ -345,17 +345,17 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == 0 and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
+        if p["m"] == M_NONE and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
             evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
-        if p["m"] == 1:
+        if p["m"] == M_SKIP_ONCE:
             q["ecn_sacks_rx"] += 1
             e["ecn_marks"] += 1
             evset.ev_input(T, i, slot, D.EVI_ECN_SACK, now)
-        elif p["m"] == 2:
+        elif p["m"] == M_ALWAYS_SKIP:
             evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
-        nscc.ack_feedback(q, c, newly, rtt, p["m"] != 0, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
+        nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
         if q["rto_marked_since"] != D.NO_DEADLINE:
             _reprobe_after_timeout(T, i, now)
@@ -371,7 +371,7 @@ def on_nack(T, i, p, now):
         q["rx_dropped"] += 1
         return
     reason = p["nack_reason"]
-    psn = p["nack_psn"] & 0xFFFFFF
+    psn = p["nack_psn"] & D.PSN_MASK
     if psn_diff(q["sq_psn"], psn) <= 0 or psn_diff(q["una_psn"], psn) > D.MAX_PSN_SPAN:
         q["rx_oow"] += 1  # never sent, or older than any PSN the peer could still answer: not our peer's
         return
@@ -415,7 +415,7 @@ def on_aeth(T, i, p, now):
         return
     syn = i64(p["aeth_syndrome"])
     if (syn >> 5) == 3:
-        psn = p["psn"] & 0xFFFFFF
+        psn = p["psn"] & D.PSN_MASK
         if psn_diff(psn, q["una_psn"]) < 0 or psn_diff(q["sq_psn"], psn) <= 0:
             q["rx_oow"] += 1  # a NAK names the PSN refused, which is still unacknowledged: not our peer's
             return

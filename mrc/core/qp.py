@@ -63,7 +63,7 @@ def enter_error(T, i, cause, now):
     q["rto_deadline"] = D.NO_DEADLINE
     q["loss_deadline"] = D.NO_DEADLINE
     q["rel_probe_deadline"] = D.NO_DEADLINE
-    q["ack_pending"] = 0
+    q["ack_pending"] = D.ACK_NONE
     q["nack_n"] = 0
     q["ev_probe_deadline"] = D.NO_DEADLINE
     q["rev_probe_deadline"] = D.NO_DEADLINE

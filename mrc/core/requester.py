@@ -24,7 +24,7 @@ from mrc.core import dtypes as D
 from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
-from mrc.wire.constants import Opcode
+from mrc.wire.constants import ECN_ECT0, Opcode
 
 OP_FIRST = int(Opcode.MRC_WRITE_FIRST)
 OP_MIDDLE = int(Opcode.MRC_WRITE_MIDDLE)
@@ -33,7 +33,6 @@ OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
 OP_ONLY = int(Opcode.MRC_WRITE_ONLY)
 OP_ONLY_IMM = int(Opcode.MRC_WRITE_ONLY_IMM)
 OP_PROBE = int(Opcode.MRC_RELIABILITY_PROBE)
-ECT0 = 2
 
 
 @njit_core(inline="always")
@@ -46,7 +45,7 @@ def psn_limit(q):
     mpr = q["mpr"]
     if q["peer_mpr"] != 0 and q["peer_mpr"] < mpr:
         mpr = q["peer_mpr"]
-    return i64(mpr) * 128
+    return i64(mpr) * D.MPR_UNIT
 
 
 @njit_core(inline="always")
@@ -79,7 +78,7 @@ def _fill_common(q, p, e, now):
     p["ftype"] = 1
     p["ev"] = e["ev"]
     p["port"] = e["plane"]
-    p["ecn"] = ECT0
+    p["ecn"] = ECN_ECT0
     e["tx_pkts"] += 1
 
 

@@ -64,7 +64,7 @@ from mrc.core import evset
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
-from mrc.wire.constants import NackReason, Opcode
+from mrc.wire.constants import ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason, Opcode
 
 OP_LAST = int(Opcode.MRC_WRITE_LAST)
 OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
@@ -77,7 +77,6 @@ NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
 NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
-CE = 3
 
 
 @njit_core(inline="always")
@@ -107,29 +106,29 @@ def _mark_m(q, ev, ce):
     if not ce:
         if q["mark_ev"][h] == ev:
             q["mark_cnt"][h] = 0
-        return 0
+        return M_NONE
     if q["mark_ev"][h] != ev:
         q["mark_ev"][h] = ev
         q["mark_cnt"][h] = 0
     q["mark_cnt"][h] += 1
     if q["always_skip_marks"] > 0 and q["mark_cnt"][h] >= q["always_skip_marks"]:
         q["mark_cnt"][h] = 0
-        return 2
-    return 1
+        return M_ALWAYS_SKIP
+    return M_SKIP_ONCE
 
 
 @njit_core
 def _owe_ack(q, p, m, now, immediate):
-    if q["ack_pending"] == 0 or m != 0 or q["ack_m"] == 0:
+    if q["ack_pending"] == D.ACK_NONE or m != M_NONE or q["ack_m"] == M_NONE:
         q["ack_trigger_psn"] = p["psn"]
         q["ack_trigger_ev"] = p["ev"]
         q["ack_trigger_ts"] = p["tx_timestamp"]
         q["ack_trigger_port"] = p["port"]
         q["ack_m"] = m
     if immediate:
-        q["ack_pending"] = 2
-    elif q["ack_pending"] == 0:
-        q["ack_pending"] = 1
+        q["ack_pending"] = D.ACK_NOW
+    elif q["ack_pending"] == D.ACK_NONE:
+        q["ack_pending"] = D.ACK_AT_DEADLINE
         q["ack_deadline"] = now + q["ack_delay_ps"]
 
 
@@ -200,7 +199,7 @@ def on_data(T, i, p, now):
     """An MRC write packet arrived. Sets ``T.place`` when its payload must be placed."""
     q = T.qp[i]
     T.place[0] = -1
-    psn = p["psn"] & 0xFFFFFF
+    psn = p["psn"] & D.PSN_MASK
     if not psn_plausible(q, psn):
         q["rx_oow"] += 1
         return
@@ -221,7 +220,7 @@ def on_data(T, i, p, now):
         _queue_control(q, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
         return
     d = psn_diff(psn, psn_add(q["cack_psn"], 1))
-    window = i64(q["mpr_dest"]) * 128
+    window = i64(q["mpr_dest"]) * D.MPR_UNIT
     if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
         q["rx_dup"] += 1
         # a retransmission of data we hold: the requester probably missed our SACKs, so the
@@ -272,7 +271,7 @@ def on_data(T, i, p, now):
         return
     q["ack_pkts"] += 1
     q["ack_bytes"] += length
-    m = _mark_m(q, p["ev"], p["ecn"] == CE)
+    m = _mark_m(q, p["ev"], p["ecn"] == ECN_CE)
     immediate = (
         m != 0
         or p["ackreq"] != 0
@@ -286,7 +285,7 @@ def on_data(T, i, p, now):
 def on_probe(T, i, p, now):
     """A reliability probe (PETH): answer with a SACK, pr = 1, reflecting the probe's EV."""
     q = T.qp[i]
-    if not psn_plausible(q, p["psn"] & 0xFFFFFF):
+    if not psn_plausible(q, p["psn"] & D.PSN_MASK):
         q["rx_oow"] += 1
         return
     if q["state"] != D.QPS_RTR and q["state"] != D.QPS_RTS:
@@ -298,7 +297,7 @@ def on_probe(T, i, p, now):
     if q["rx_row"] >= 0 and q["sacks_tx"] > 0:
         evset.drop_rev_ev(T, i, i64(p["port"]))
     # a QP without a receive half (no RX row) answers too: its SACK reports nothing received
-    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == CE else 0)
+    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == ECN_CE else 0)
 
 
 @njit_core
@@ -325,7 +324,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     p["cack_psn"] = cack
     p["cc_type"] = 0
     p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
-    window = i64(q["mpr_dest"]) * 128
+    window = i64(q["mpr_dest"]) * D.MPR_UNIT
     if off <= 64:
         sack_off = 1
     else:

@@ -283,9 +283,9 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
         raise ConfigError("qp.n_ev", n_ev, f"exceeds the EV table's {T.ev.shape[1]} slots per QP (allocate max_ev)")
     # PSN p lives in slot p & (window - 1): an MPR window larger than the table would alias PSNs
     for key, table in (("mpr", T.tx), ("mpr_dest", T.rx)):
-        if cfg[key] * 128 > table.shape[1]:
+        if cfg[key] * D.MPR_UNIT > table.shape[1]:
             raise ConfigError(f"qp.{key}", cfg[key], f"x 128 PSNs exceeds the {table.shape[1]}-PSN window the "
-                              f"tables were allocated with (allocate window >= {cfg[key] * 128})")
+                              f"tables were allocated with (allocate window >= {cfg[key] * D.MPR_UNIT})")
     row = T.qp[i]
     for key, value in cfg.items():
         row[key] = value
@@ -297,7 +297,7 @@ def start_responder(T, i, rq_psn, now):
     """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
     q = T.qp[i]
     q["cack_psn"] = (rq_psn - 1) & D.PSN_MASK
-    q["ack_pending"] = 0
+    q["ack_pending"] = D.ACK_NONE
     q["ack_deadline"] = D.NO_DEADLINE
     q["nack_n"] = 0
     q["rx_active_until"] = 0

@@ -6,7 +6,7 @@ host in one pair: an endpoint owns its host's UDP port 4791), all in one trio lo
 It takes the link down ``--fail-at-ms`` after the last transfer's first timed write (`mrc.fabric.netns.link_down`) and puts
 ``tc netem loss`` on the other link's interfaces (both ends; an nftables egress rule that drops at
 random where the kernel has no netem) for the whole run. Then the localiser
-(`mrc.ctl_localize`) reads what the endpoints' controllers saw, the EV events of every QP and the
+(`mrc.ctl.localizer`) reads what the endpoints' controllers saw, the EV events of every QP and the
 EV states with their counters, and names the elements: `localize_reports`.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def localize_reports(topo, reports: list[dict], pairs, params=None) -> dict:
     """The localiser's verdict over several transfers' EV events and EV states (`run_transfer` reports), at
     the end of the last transfer. Real endpoints on a shared CPU declare spurious losses now and then, so an
     outage is an EV still ASSUMED_BAD after `OUTAGE_US` (unless `params` say otherwise)."""
-    from mrc import ctl_localize as CL
+    from mrc.ctl import localizer as CL
 
     loc = CL.Localizer(topo, params or CL.Params(outage_us=OUTAGE_US))
     rows = []

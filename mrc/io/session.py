@@ -115,14 +115,12 @@ class Connection:
 
 
 def connect(dev_a: Device, dev_b: Device, peer_a, peer_b, *, rts: dict, cqe: int = 4096) -> Connection:
-    """One QP on each device, connected to the other's `Peer`, moved to RTS with `rts` attributes."""
+    """One QP on each device, connected to the other's `Peer` (`QueuePair.connect` both ways, with this
+    module's profiles and `RTR` / `RTS` attributes, then `rts`)."""
     cqa, cqb = dev_a.create_cq(cqe), dev_b.create_cq(cqe)
     qa, qb = dev_a.create_qp(cqa), dev_b.create_qp(cqb)
-    for q in (qa, qb):
-        q.modify("INIT", ev_profile_id=EV_PROFILE, cc_profile_id=CC_PROFILE)
     psn_a, psn_b = dev_a.initial_psn(), dev_b.initial_psn()  # random unless the devices are seeded
-    qa.modify("RTR", dest_qp_num=qb.qp_num, remote_address=peer_b, rq_psn=psn_b, **RTR)
-    qb.modify("RTR", dest_qp_num=qa.qp_num, remote_address=peer_a, rq_psn=psn_a, **RTR)
-    qa.modify("RTS", sq_psn=psn_a, **{**RTS, **rts})
-    qb.modify("RTS", sq_psn=psn_b, **{**RTS, **rts})
+    attrs = {"ev_profile_id": EV_PROFILE, "cc_profile_id": CC_PROFILE, **RTR, **RTS, **rts}
+    qa.connect(qb.qp_num, peer_b, sq_psn=psn_a, rq_psn=psn_b, **attrs)
+    qb.connect(qa.qp_num, peer_a, sq_psn=psn_b, rq_psn=psn_a, **attrs)
     return Connection(qa, qb, cqa, cqb)

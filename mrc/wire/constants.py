@@ -86,6 +86,12 @@ class SackM(enum.IntEnum):
     ALWAYS_SKIP = 2
 
 
+# SackM as plain ints, for compiled code
+M_NONE = int(SackM.NONE)
+M_SKIP_ONCE = int(SackM.SKIP_ONCE)
+M_ALWAYS_SKIP = int(SackM.ALWAYS_SKIP)
+
+
 class EndpointOp(enum.IntEnum):
     """Endpoint request operations (ERTH ``op``)."""
 
@@ -175,3 +181,11 @@ def opcode_name(value: int) -> str:
         return Opcode(value).name
     except ValueError:
         return f"0x{value:02x}"
+
+
+# The IP header's ECN field (RFC 3168 section 5): the one definition the core, the emulator and the
+# conformance suite use.
+ECN_NOT_ECT = 0
+ECN_ECT1 = 1
+ECN_ECT0 = 2
+ECN_CE = 3

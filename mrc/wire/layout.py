@@ -31,7 +31,7 @@ H_CNP = 1 << 13
 # MRC (EMU, NS3): ACK, SACK, NACK, probe and the endpoint request / response are header-only.
 H_NO_PAYLOAD = 1 << 14
 
-O = Opcode
+O = Opcode  # noqa: E741  (a short alias for the opcode table below)
 _MRC_DATA = H_KNOWN | H_METH | H_TSETH_IF_TS | H_RETH
 HEADERS_BY_OPCODE: dict[int, int] = {
     O.RC_SEND_FIRST: H_KNOWN,

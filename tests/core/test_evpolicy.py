@@ -181,7 +181,8 @@ def test_reps_freezes_after_a_timeout_reuses_the_cache_admits_good_evs_then_expl
     evpolicy.feedback(T, 0, 7, evpolicy.FB_GOOD, 20 + freeze)
     evpolicy.feedback(T, 0, 7, evpolicy.FB_TIMEOUT, 20 + freeze)  # exploring: a timeout does not freeze
     assert q["reps_frozen"] == 0
-    picks = [select(pair, 30 + freeze) for _ in range(15)]
+    for _ in range(15):
+        select(pair, 30 + freeze)
     assert int(q["reps_explore_left"]) == 0
     assert select(pair, 40 + freeze) == 7  # exploring over: the recycled EV again
 

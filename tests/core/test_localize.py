@@ -1,11 +1,11 @@
-"""The controller's fault localisation (mrc.ctl_localize) on synthetic EV events over a known fabric."""
+"""The controller's fault localisation (mrc.ctl.localizer) on synthetic EV events over a known fabric."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import mrc.ctl
-from mrc import ctl_localize as CL
+from mrc.ctl import localizer as CL
 from mrc.errors import ConfigError
 from mrc.fabric import Topology, resolve
 

@@ -30,7 +30,7 @@ def _pure_env(**extra) -> dict:
 
 
 def _run_core_tests_without_jit(examples: int) -> None:
-    cmd = [sys.executable, "-m", "pytest", "tests/core", "-q", "-x", "-p", "no:cacheprovider",
+    cmd = [sys.executable, "-m", "pytest", "tests/core", "tests/api", "-q", "-x", "-p", "no:cacheprovider",
            "-m", "not slow", "--ignore", str(Path("tests/core") / Path(__file__).name)]
     proc = subprocess.run(cmd, cwd=ROOT, env=_pure_env(MRC_STATEFUL_EXAMPLES=str(examples)),
                           capture_output=True, text=True, timeout=1800)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrc.emulator import events as EV
+from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.transports import roce
 from mrc.units import serialization_ps
@@ -158,7 +158,7 @@ def test_pool_and_heap_start_sized_to_the_run_and_a_small_pool_that_grows_gives_
     wl = {"kind": "permutation", "size_bytes": 300_000}
     big, _, s_big = run(make(topology=K4, transport={"name": "mrc"}, workload=wl))
     assert len(s_big.E.pkt) == ST.pool_rows_for(s_big.E.flow["size"])
-    assert EV.heap_capacity(s_big.E.heap_t) == ST.heap_rows_for(len(s_big.sc.topo.port))
+    assert EVT.heap_capacity(s_big.E.heap_t) == ST.heap_rows_for(len(s_big.sc.topo.port))
     small, _, _ = run(make(topology=K4, transport={"name": "mrc"}, workload=wl, engine={"pool_packets": 256}))
     assert small.sim["pool_rows"] > 256  # it grew
     for k in ("events", "packet_hops", "sim_time_us", "peak_packets"):

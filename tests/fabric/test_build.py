@@ -76,8 +76,8 @@ def test_htsim_numbering_fat_tree():
     for g in range(t.n_t1):
         agg = t.switch(0, 1, g)
         assert t.node["pod"][agg] == g // A
-        ups = [int(t.node["index"][t.peer_node(t.node["port_start"][agg] + A + l)]) for l in range(A)]
-        assert ups == [g % A + A * l for l in range(A)]
+        ups = [int(t.node["index"][t.peer_node(t.node["port_start"][agg] + A + j)]) for j in range(A)]
+        assert ups == [g % A + A * j for j in range(A)]
         downs = [int(t.node["index"][t.port["node"][t.port["peer"][t.node["port_start"][agg] + m]]]) for m in range(A)]
         assert downs == [(g // A) * A + m for m in range(A)]
     for c in range(t.n_t2):  # core c reaches every pod, at aggregation position c % (k/2)

@@ -194,6 +194,7 @@ class Localizer:
         self.port_events: list[tuple[int, int, int, bool]] = []  # (t ps, host, plane, up)
         self.pair_active: dict[tuple[int, int], int] = {}  # (lo, hi) host pair -> its QPs ran until (ps)
         self.paths = np.zeros(0, PATHS)
+        self._rates = self._link_rates = None  # per set of paths: `_mark_rates`, `_element_counts`
         self._route_cache: dict[tuple[int, int, int], np.ndarray] = {}
         self.named_at: dict[str, float] = {}  # element -> first time (us) blamed, by `update`
         self.first_verdict: dict[str, Suspect] = {}
@@ -273,8 +274,9 @@ class Localizer:
     def set_paths(self, paths: np.ndarray) -> None:
         """The paths in use now (`PATHS` rows), replacing the previous set."""
         if paths.dtype != PATHS:
-            raise TypeError("paths must be a PATHS table (mrc.ctl_localize.PATHS)")
+            raise TypeError("paths must be a PATHS table (mrc.ctl.localizer.PATHS)")
         self.paths = paths
+        self._rates = self._link_rates = None  # computed again from these paths when first asked
 
     def _merge(self) -> None:
         if self._pending:
@@ -438,22 +440,27 @@ class Localizer:
             remaining -= set(pick[1])
 
     def _mark_rates(self):
-        """Marks + trims per packet over every path in use, and per path key (marks + trims, losses, packets)."""
+        """Marks + trims per packet over every path in use, and per path key (marks + trims, losses, packets).
+        Once per set of paths (`set_paths`): a verdict and its bisection in `update` share it."""
+        if self._rates is None:
+            self._rates = self._compute_mark_rates()
+        return self._rates
+
+    def _compute_mark_rates(self):
         use = self.paths
         known = use[use["tx"] > 0] if len(use) else use
         if not len(known):
             return None, {}
-        tot = float(known["tx"].sum())
-        rate_all = float((known["marks"] + known["trims"]).sum()) / tot
-        lo = np.minimum(known["a"], known["b"]).tolist()
-        hi = np.maximum(known["a"], known["b"]).tolist()
-        per_path: dict[tuple[int, int, int], list[int]] = {}
-        sig = (known["marks"] + known["trims"]).tolist()
-        for k, key in enumerate(zip(lo, hi, known["ev"].tolist())):
-            c = per_path.setdefault(key, [0, 0, 0])  # both QPs of a pair count on the same path
-            c[0] += sig[k]
-            c[1] += int(known["losses"][k])
-            c[2] += int(known["tx"][k])
+        sig = known["marks"] + known["trims"]
+        rate_all = float(sig.sum()) / float(known["tx"].sum())
+        keys = np.stack([np.minimum(known["a"], known["b"]).astype(np.int64),
+                         np.maximum(known["a"], known["b"]).astype(np.int64), known["ev"].astype(np.int64)], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # both QPs of a pair count on the same path
+        inv = inv.reshape(-1)
+        sums = np.zeros((len(uniq), 3), np.int64)
+        for c, col in enumerate((sig, known["losses"], known["tx"])):
+            np.add.at(sums[:, c], inv, col.astype(np.int64))
+        per_path = dict(zip(map(tuple, uniq.tolist()), sums.tolist()))
         return rate_all, per_path
 
     def _bursts(self, idx, bad_keys, paths) -> list[set]:
@@ -515,16 +522,9 @@ class Localizer:
         use = self.paths
         if rate_all is None or not len(use):
             return []
-        known = use[use["tx"] > 0]
-        lo = np.minimum(known["a"], known["b"])
-        hi = np.maximum(known["a"], known["b"])
-        elems = self._routes(lo.astype(np.int64), hi.astype(np.int64), known["ev"].astype(np.int64))
-        n_el = self.n_ports + int(self.topo.n_nodes)
-        marks = np.zeros(n_el)
-        tx = np.zeros(n_el)
-        for k, els in enumerate(elems):
-            marks[els] += known["marks"][k] + known["trims"][k]
-            tx[els] += known["tx"][k]
+        if self._link_rates is None:
+            self._link_rates = self._element_counts(use[use["tx"] > 0])
+        marks, tx = self._link_rates
         topo = self.topo
         fp, node = topo.port, topo.node
         out = []
@@ -558,6 +558,22 @@ class Localizer:
                     {"marks_per_pkt": float(r[j]), "parallel_median": med, "parallel_links": len(members)},),
                     float(r[j]), source="counters", decided_us=t_us))
         return out
+
+    def _element_counts(self, known):
+        """Marks + trims and packets per element (`_routes` ids) over the paths `known`, summed in path order
+        (a loop-free path passes each element once)."""
+        n_el = self.n_ports + int(self.topo.n_nodes)
+        marks = np.zeros(n_el)
+        tx = np.zeros(n_el)
+        elems = self._routes(np.minimum(known["a"], known["b"]).astype(np.int64),
+                             np.maximum(known["a"], known["b"]).astype(np.int64), known["ev"].astype(np.int64))
+        lens = np.fromiter((len(e) for e in elems), np.int64, len(elems))
+        if lens.sum():
+            flat = np.concatenate(elems)
+            rep = np.repeat(np.arange(len(elems)), lens)
+            np.add.at(marks, flat, (known["marks"] + known["trims"])[rep].astype(np.float64))
+            np.add.at(tx, flat, known["tx"][rep].astype(np.float64))
+        return marks, tx
 
     # ------------------------------------------------------------ live use
 

@@ -11,7 +11,7 @@ from mrc.errors import ConfigError, UsageError
 from mrc.ev_fields import EvField
 from mrc.units import US
 
-from .conftest import RTR, RTS, Conn, explicit_evs
+from tests.twodevices import RTR, RTS, Conn, explicit_evs
 
 MTU = 4096
 

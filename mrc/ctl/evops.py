@@ -10,7 +10,7 @@ import numpy as np
 
 from mrc import ev_fields
 from mrc.core import dtypes as D, evset
-from mrc.ctl_types import EvEvent, EvEventQueue, EvOpEntry, EvProfile, EvProfileMode, EvState, ProfileState, parse_enum
+from mrc.ctl.types import EvEvent, EvEventQueue, EvOpEntry, EvProfile, EvProfileMode, EvState, ProfileState, parse_enum
 from mrc.errors import ConfigError, UsageError
 
 

@@ -1,6 +1,6 @@
 """The library API (mrc.h style): QP state machine, posting, placement, completions, errors, counters.
 
-Every scenario runs two `Device`s over the in-memory network of conftest.py.
+Every scenario runs two `Device`s over the in-memory network of tests/twodevices.py.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mrc.api import Device, QpCap, SendOpcode
 from mrc.errors import MRCError, UsageError
 from mrc.units import US
 
-from .conftest import RTR, RTS
+from tests.twodevices import RTR, RTS
 
 MTU = 4096
 

@@ -3,7 +3,7 @@
 An off-path sender does not know the identifiers: each forged packet (a write with random bytes and
 R_Key, a SACK acknowledging everything, a NACK of any reason, an AETH NAK, a probe) either names a QPN
 that is not the connection's, or names the connection's QPN with a PSN outside its window (the
-identifiers are random in real use, `tests/core/test_ids.py`). Sent in any order, mixed with the real
+identifiers are random in real use, `tests/api/test_ids.py`). Sent in any order, mixed with the real
 traffic, to either end, they leave the transfer to complete byte for byte. (A forger that knows the
 QPN *and* a PSN in the window is on-path; RoCEv2 cannot stop it: docs/real-network.md, "Security".
 A wrong source address is the I/O adapter's check: tests/io/test_spoofing.py.)
@@ -19,7 +19,7 @@ from mrc.simnet import Sent
 from mrc.wire.constants import NackReason, Opcode
 from mrc.wire.records import PKT
 
-from .conftest import TwoDevices
+from tests.twodevices import TwoDevices
 
 SPAN = D.MAX_PSN_SPAN
 KINDS = ["write", "sack", "nack", "aeth", "probe"]

@@ -15,7 +15,7 @@ from mrc.errors import ConfigError
 from mrc.ev_fields import EvField, check_fields, check_format, expand, generate, in_range, join_raw, split_raw
 from mrc.wire.constants import EvMode
 
-from .naive import ev_expand as naive_expand
+from tests.core.naive import ev_expand as naive_expand
 
 
 def naive(raw, bits, widths, fields):

@@ -11,9 +11,10 @@ import collections
 
 import numpy as np
 
+from mrc.api_types import AsyncEvent, OutPacket
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import QP_DEFAULTS
-from mrc.ctl_types import EpBatch, EpRequest, EpResponse, parse_enum
+from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum
 from mrc.errors import UsageError
 from mrc.wire.constants import DSCP_CONTROL, ENDPOINT_QPN, EndpointOp, Opcode
 from mrc.wire.records import PKT
@@ -80,8 +81,6 @@ class EndpointMixin:
         return batch
 
     def _endpoint_packets(self, now: int, port_mask: int) -> list:
-        from mrc.api import OutPacket
-
         out = []
         keep = collections.deque()
         while self._ep_out:
@@ -102,7 +101,7 @@ class EndpointMixin:
             if int(pkt["ep_op"]) == EndpointOp.PORT_STATUS_UPDATE:
                 mask = int(pkt["port_status_mask"]) & ((1 << self.device.ports) - 1)
                 T = self.device.T
-                for qp in self.device._by_qpn.values():
+                for qp in self.device._live_qps():
                     if qp.peer.address == src and qp.state in ("RTR", "RTS"):
                         dispatch.set_remote_ports(T, qp.index, np.uint32(mask), now)
                 self.counters["port_status_rx"] += 1
@@ -153,15 +152,13 @@ class EndpointMixin:
             return
         up = bool(self.local_ports >> (port - 1) & 1)
         dev = self.device
-        for qp in dev._by_qpn.values():
+        for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS"):
                 dispatch.set_local_ports(dev.T, qp.index, np.uint32(self.local_ports), now)
-        from mrc.api import AsyncEvent
-
-        dev._async.append(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
+        dev._post_async(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
         # tell every peer at once, on a plane that is still up (OAI: "immediately tells peers")
         peers = {}
-        for qp in dev._by_qpn.values():
+        for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS") and qp.peer.address not in peers:
                 peers[qp.peer.address] = qp
         req_id = self.counters["psu_seq"]
