@@ -64,10 +64,15 @@ def test_max_memory_below_the_fabric_refuses_with_the_key():
 
 
 def test_a_huge_leaf_spine_fails_fast_on_any_machine():
-    msg = _fails_fast("leafspine-8192-permutation",
-                      ["topology.preset='leafspine-8192-400g'", "topology.leaves=65536", "topology.hosts_per_leaf=65536",
-                       "topology.spines=64"], "topology.leaves")
-    assert "topology.leaves = 65536" in msg
+    from tests.emulator.helpers import make
+
+    # the largest the uSID plan allows: 4,096 hosts per leaf, 12,288 leaves, 8 planes (50 M hosts)
+    huge = make(topology={"kind": "leaf-spine", "hosts_per_leaf": 4096, "leaves": 12288, "spines": 4096,
+                          "planes": 8, "link_gbps": 400})
+    assert memory.fabric_parts(resolve(huge["topology"])).total > 256 << 30
+    msg = _fails_fast(huge, [], "topology.leaves")
+    assert msg.startswith("topology.leaves = 12288: the run needs about")
+    assert "of memory available (MemAvailable)" in msg
 
 
 def test_max_memory_below_the_whole_run_refuses_before_the_tables(capsys):
