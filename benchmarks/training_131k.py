@@ -177,11 +177,12 @@ def stats_table(per_seed: dict) -> str:
         m, lo, hi = median_ci(v)
         if np.isnan(m):
             return "-"
-        f = (lambda x: "never" if np.isinf(x) else f"{x:,.{d}f}")
+        def f(x):
+            return "never" if np.isinf(x) else f"{x:,.{d}f}"
         return f(m) if np.isnan(lo) else f"{f(m)} [{f(lo)}, {f(hi)}]"
 
     keys = list(dict.fromkeys((c["transport"], c["failure"]) for cells in per_seed.values() for c in cells))
-    rows = [f"| transport | failure | seeds | iteration 0 (us) | job slowdown | GPU-s wasted | hosts delayed | "
+    rows = ["| transport | failure | seeds | iteration 0 (us) | job slowdown | GPU-s wasted | hosts delayed | "
             "steered away (us) | 99 % off (us) | job finished |", "|---|---|---|---|---|---|---|---|---|---|"]
     for tp, fk in keys:
         cs = [c for cells in per_seed.values() for c in cells if c["transport"] == tp and c["failure"] == fk]
