@@ -11,7 +11,7 @@ import numpy as np
 
 from mrc.wire import NET, PKT, EvMode
 from mrc.wire.codec import encode
-from mrc.wire.constants import ENDPOINT_QPN, ROCEV2_UDP_PORT, NackReason, Opcode
+from mrc.wire.constants import ECN_CE, ECN_ECT0, ENDPOINT_QPN, ROCEV2_UDP_PORT, NackReason, Opcode
 
 from .packets import Dscp
 from .scenario import Node
@@ -19,7 +19,7 @@ from .scenario import Node
 ONLY, ONLY_IMM = int(Opcode.MRC_WRITE_ONLY), int(Opcode.MRC_WRITE_ONLY_IMM)
 FIRST, MIDDLE, LAST, LAST_IMM = (int(Opcode.MRC_WRITE_FIRST), int(Opcode.MRC_WRITE_MIDDLE),
                                  int(Opcode.MRC_WRITE_LAST), int(Opcode.MRC_WRITE_LAST_IMM))
-ECT0, CE = 2, 3
+ECT0, CE = ECN_ECT0, ECN_CE  # the ECN codepoints (mrc.wire.constants) by the names the cases use
 
 
 class Crafter:

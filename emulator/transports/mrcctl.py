@@ -40,7 +40,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.sched import wake
 from mrc.fabric.paths import ev_carrier
-from mrc.wire.constants import ENDPOINT_QPN, EndpointOp, Opcode
+from mrc.wire.constants import ENDPOINT_QPN, OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE, EndpointOp
 
 K_PSU_REQ = 1
 K_PSU_RSP = 2
@@ -51,8 +51,6 @@ CQ_FREE = 0
 CQ_QUEUED = 1
 CQ_WAIT = 2
 
-OP_ERTH = int(Opcode.MRC_ENDPOINT_REQUEST)
-OP_EETH = int(Opcode.MRC_ENDPOINT_RESPONSE)
 EP_PSU = int(EndpointOp.PORT_STATUS_UPDATE)
 EP_PROBE = int(EndpointOp.EV_PROBE)
 
@@ -371,7 +369,7 @@ def tx_next(E, F, T, ep, now, q, i):
     hd = E.hdr[i]
     E.hdr[i] = T.core.pkt0[0]
     req = kind == K_PSU_REQ or kind == K_EVP_REQ
-    hd["opcode"] = OP_ERTH if req else OP_EETH
+    hd["opcode"] = OP_MRC_ENDPOINT_REQUEST if req else OP_MRC_ENDPOINT_RESPONSE
     hd["dqpn"] = ENDPOINT_QPN
     hd["pkey"] = 0xFFFF
     hd["ep_op"] = EP_PSU if (kind == K_PSU_REQ or kind == K_PSU_RSP) else EP_PROBE
@@ -411,7 +409,7 @@ def on_rx(E, F, T, ep, i, now):
     hd = E.hdr[i]
     src = E.pkt[i]["src"]
     op = hd["ep_op"]
-    if hd["opcode"] == OP_ERTH:
+    if hd["opcode"] == OP_MRC_ENDPOINT_REQUEST:
         if op == EP_PSU:
             mask = np.int64(hd["port_status_mask"]) & ((np.int64(1) << E.cfg[0]["n_planes"]) - 1)
             E.ctr[ST.C_PSU_APPLIED] += 1
@@ -429,7 +427,7 @@ def on_rx(E, F, T, ep, i, now):
         elif op == EP_PROBE:
             _respond(E, T, h, src, K_EVP_RSP, hd["req_id"], np.int64(hd["ev"]), hd["port"], now)
         return
-    if hd["opcode"] != OP_EETH:
+    if hd["opcode"] != OP_MRC_ENDPOINT_RESPONSE:
         return
     C = T.mrc_ctl
     want = K_PSU_REQ if op == EP_PSU else K_EVP_REQ

@@ -42,7 +42,7 @@ from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
 from mrc.cachelines import prefetch, prefetch_lines
-from mrc.wire.constants import NackReason, Opcode
+from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
 
 MP = np.dtype([
     ("n_qp", np.int64),  # QP endpoints are 0 .. n_qp - 1; host h's controller is n_qp + h
@@ -64,9 +64,6 @@ EVL = np.dtype([  # an EV event (mrc_ctl.h: "Only EV_ASSUMED_BAD and EV_GOOD")
     ("plane", np.uint8),
 ], align=True)
 
-OP_SACK = int(Opcode.MRC_RELIABILITY_SACK)
-OP_NACK = int(Opcode.MRC_RELIABILITY_NACK)
-OP_AETH = int(Opcode.MRC_ACKNOWLEDGE)
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_OOR = int(NackReason.PSN_OOR_WINDOW)
@@ -152,9 +149,9 @@ def _count_sent(E, T, ep, kind, i):
         E.ctr[ST.C_PROBES] += 1
     else:
         op = E.hdr[i]["opcode"]
-        if op == OP_SACK:
+        if op == OP_MRC_RELIABILITY_SACK:
             E.ctr[ST.C_ACKS] += 1
-        elif op == OP_NACK:
+        elif op == OP_MRC_RELIABILITY_NACK:
             r = E.hdr[i]["nack_reason"]
             if r == NR_TRIMMED:
                 E.ctr[ST.C_NACK_TRIMMED] += 1
@@ -164,7 +161,7 @@ def _count_sent(E, T, ep, kind, i):
                 E.ctr[ST.C_NACK_OOR] += 1
             else:
                 E.ctr[ST.C_NACK_OTHER] += 1
-        elif op == OP_AETH:
+        elif op == OP_MRC_ACKNOWLEDGE:
             E.ctr[ST.C_NAKS] += 1
 
 

@@ -39,7 +39,10 @@ from mrc.emulator.state import NEVER
 from mrc.emulator.transports import dcqcn
 from mrc.units import serialization_ps
 from mrc.wire import constants as C
-from mrc.wire.constants import Opcode
+from mrc.wire.constants import (
+    OP_CNP, OP_RC_ACKNOWLEDGE, OP_RC_RDMA_WRITE_FIRST, OP_RC_RDMA_WRITE_LAST, OP_RC_RDMA_WRITE_MIDDLE,
+    OP_RC_RDMA_WRITE_ONLY,
+)
 
 ROLE_REQ = 0
 ROLE_RESP = 1
@@ -51,12 +54,6 @@ CNP_BYTES = HDR_BYTES + C.CNP_PAD_LEN  # 80
 AETH_ACK = 0x1F  # syndrome: ACK, credit count invalid
 AETH_NAK_SEQ = 0x60  # syndrome: NAK, PSN sequence error
 
-OP_FIRST = int(Opcode.RC_RDMA_WRITE_FIRST)
-OP_MIDDLE = int(Opcode.RC_RDMA_WRITE_MIDDLE)
-OP_LAST = int(Opcode.RC_RDMA_WRITE_LAST)
-OP_ONLY = int(Opcode.RC_RDMA_WRITE_ONLY)
-OP_ACK = int(Opcode.RC_ACKNOWLEDGE)
-OP_CNP = int(Opcode.CNP)
 PSN_MASK = 0xFFFFFF
 
 ROCE = np.dtype([
@@ -276,13 +273,13 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
             E.ctr[ST.C_CNPS] += 1
             return 1
         if r["nak_pending"]:
-            _control(E, R, rp, ep, i, OP_ACK, ACK_BYTES, r["epsn"], now)
+            _control(E, R, rp, ep, i, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"], now)
             E.hdr[i]["aeth_syndrome"] = AETH_NAK_SEQ
             r["nak_pending"] = 0
             E.ctr[ST.C_NAKS] += 1
             return 1
         if r["ack_pending"]:
-            _control(E, R, rp, ep, i, OP_ACK, ACK_BYTES, r["epsn"] - 1, now)
+            _control(E, R, rp, ep, i, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"] - 1, now)
             E.hdr[i]["aeth_syndrome"] = AETH_ACK
             r["ack_pending"] = 0
             r["unacked"] = 0
@@ -296,22 +293,22 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
     mtu = rp["mtu"]
     payload = mtu if psn < n - 1 else r["size"] - mtu * (n - 1)
     if n == 1:
-        op = OP_ONLY
+        op = OP_RC_RDMA_WRITE_ONLY
     elif psn == 0:
-        op = OP_FIRST
+        op = OP_RC_RDMA_WRITE_FIRST
     elif psn == n - 1:
-        op = OP_LAST
+        op = OP_RC_RDMA_WRITE_LAST
     else:
-        op = OP_MIDDLE
-    size = HDR_BYTES + payload + (RETH_BYTES if (op == OP_FIRST or op == OP_ONLY) else 0)
+        op = OP_RC_RDMA_WRITE_MIDDLE
+    size = HDR_BYTES + payload + (RETH_BYTES if (op == OP_RC_RDMA_WRITE_FIRST or op == OP_RC_RDMA_WRITE_ONLY) else 0)
     ecn = ST.ECN_ECT0 if rp["dcqcn"] != 0 else ST.ECN_NOT_ECT
     pkt_new(E, i, r["host"], r["peer_host"], r["peer"], r["flow"], r["plane"], size, ST.CLS_DATA, ecn,
             rp["dscp_data"], now)
     _route(E, r, i, rp)
     _hdr(E, i, op, psn, r["peer"], payload, r["ev"])
     h = E.hdr[i]
-    h["ackreq"] = 1 if (op == OP_LAST or op == OP_ONLY) else 0
-    if op == OP_FIRST or op == OP_ONLY:
+    h["ackreq"] = 1 if (op == OP_RC_RDMA_WRITE_LAST or op == OP_RC_RDMA_WRITE_ONLY) else 0
+    if op == OP_RC_RDMA_WRITE_FIRST or op == OP_RC_RDMA_WRITE_ONLY:
         h["dma_len"] = r["size"]
     if psn < r["max_sent"]:
         h["rtx"] = 1
@@ -409,7 +406,7 @@ def on_rx(E, F, R, RPa, ep, i, now):
     op = E.hdr[i]["opcode"]
     if R[ep]["role"] == ROLE_RESP:
         _on_data(E, R, rp, ep, i, now)
-    elif op == OP_ACK:
+    elif op == OP_RC_ACKNOWLEDGE:
         _on_ack(E, R, rp, ep, i, now)
     elif op == OP_CNP:
         r = R[ep]

@@ -24,15 +24,11 @@ from mrc.core import dtypes as D
 from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
-from mrc.wire.constants import ECN_ECT0, Opcode
+from mrc.wire.constants import (
+    ECN_ECT0, OP_MRC_RELIABILITY_PROBE, OP_MRC_WRITE_FIRST, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM,
+    OP_MRC_WRITE_MIDDLE, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
+)
 
-OP_FIRST = int(Opcode.MRC_WRITE_FIRST)
-OP_MIDDLE = int(Opcode.MRC_WRITE_MIDDLE)
-OP_LAST = int(Opcode.MRC_WRITE_LAST)
-OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
-OP_ONLY = int(Opcode.MRC_WRITE_ONLY)
-OP_ONLY_IMM = int(Opcode.MRC_WRITE_ONLY_IMM)
-OP_PROBE = int(Opcode.MRC_RELIABILITY_PROBE)
 
 
 @njit_core(inline="always")
@@ -92,14 +88,15 @@ def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
     p["opcode"] = ent["opcode"]
     p["psn"] = psn
     p["rtx"] = 1 if is_rtx else 0
-    last = ent["opcode"] == OP_LAST or ent["opcode"] == OP_LAST_IMM or ent["opcode"] == OP_ONLY or ent["opcode"] == OP_ONLY_IMM
+    last = (ent["opcode"] == OP_MRC_WRITE_LAST or ent["opcode"] == OP_MRC_WRITE_LAST_IMM
+            or ent["opcode"] == OP_MRC_WRITE_ONLY or ent["opcode"] == OP_MRC_WRITE_ONLY_IMM)
     p["ackreq"] = 1 if last else 0
     p["msn"] = ent["msn"]
     p["rqmsn"] = ent["rqmsn"]
     p["va"] = w["remote_va"] + ent["offset"]
     p["rkey"] = w["rkey"]
     p["dma_len"] = w["length"] - ent["offset"]
-    if ent["opcode"] == OP_LAST_IMM or ent["opcode"] == OP_ONLY_IMM:
+    if ent["opcode"] == OP_MRC_WRITE_LAST_IMM or ent["opcode"] == OP_MRC_WRITE_ONLY_IMM:
         p["imm"] = w["imm"]
     p["payload_len"] = ent["length"]
     p["dscp"] = q["dscp_rtx"] if is_rtx else q["dscp_data"]
@@ -153,13 +150,13 @@ def next_new(T, i, now, port_mask, out, k):
         w["first_psn"] = q["sq_psn"]
         w["npkts"] = max(1, (i64(w["length"]) + i64(q["mtu"]) - 1) // i64(q["mtu"]))
     if first and last:
-        op = OP_ONLY_IMM if is_imm else OP_ONLY
+        op = OP_MRC_WRITE_ONLY_IMM if is_imm else OP_MRC_WRITE_ONLY
     elif first:
-        op = OP_FIRST
+        op = OP_MRC_WRITE_FIRST
     elif last:
-        op = OP_LAST_IMM if is_imm else OP_LAST
+        op = OP_MRC_WRITE_LAST_IMM if is_imm else OP_MRC_WRITE_LAST
     else:
-        op = OP_MIDDLE
+        op = OP_MRC_WRITE_MIDDLE
     psn = q["sq_psn"]
     ent = tx_slot(T, q, psn)
     ent["state"] = D.TX_INFLIGHT
@@ -241,7 +238,7 @@ def build_probe(T, i, out, k, ev_slot, now):
     _fill_common(q, out[k], e, now)
     e["probe_sent"] = now  # its answer (a SACK with pr = 1 reflecting this EV) gives an RTT sample
     p = out[k]
-    p["opcode"] = OP_PROBE
+    p["opcode"] = OP_MRC_RELIABILITY_PROBE
     p["psn"] = q["sq_psn"]
     p["probe_id"] = q["probe_id"]
     p["spdcid"] = q["qpn"] & 0xFFFF

@@ -64,15 +64,12 @@ from mrc.core import evset
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
-from mrc.wire.constants import ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason, Opcode
+from mrc.wire.constants import (
+    ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK,
+    OP_MRC_RELIABILITY_SACK, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
+    NackReason,
+)
 
-OP_LAST = int(Opcode.MRC_WRITE_LAST)
-OP_LAST_IMM = int(Opcode.MRC_WRITE_LAST_IMM)
-OP_ONLY = int(Opcode.MRC_WRITE_ONLY)
-OP_ONLY_IMM = int(Opcode.MRC_WRITE_ONLY_IMM)
-OP_SACK = int(Opcode.MRC_RELIABILITY_SACK)
-OP_NACK = int(Opcode.MRC_RELIABILITY_NACK)
-OP_ACK = int(Opcode.MRC_ACKNOWLEDGE)
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
 NR_PSN_OOR_WINDOW = int(NackReason.PSN_OOR_WINDOW)
@@ -248,10 +245,11 @@ def on_data(T, i, p, now):
         T.place[3] = 0
     s = rx_slot(T, q, psn)
     flags = D.RX_RECEIVED
-    last = op == OP_LAST or op == OP_LAST_IMM or op == OP_ONLY or op == OP_ONLY_IMM
+    last = (op == OP_MRC_WRITE_LAST or op == OP_MRC_WRITE_LAST_IMM
+            or op == OP_MRC_WRITE_ONLY or op == OP_MRC_WRITE_ONLY_IMM)
     if last:
         flags |= D.RX_LAST
-    if op == OP_LAST_IMM or op == OP_ONLY_IMM:
+    if op == OP_MRC_WRITE_LAST_IMM or op == OP_MRC_WRITE_ONLY_IMM:
         flags |= D.RX_IMM
         s["imm"] = p["imm"]
         q["wimm_stashed"] += 1
@@ -307,7 +305,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     out[k] = T.pkt0[0]
     p = out[k]
     cack = q["cack_psn"]
-    p["opcode"] = OP_SACK
+    p["opcode"] = OP_MRC_RELIABILITY_SACK
     p["dqpn"] = q["dest_qpn"]
     p["pkey"] = 0xFFFF
     p["psn"] = trigger_psn
@@ -358,7 +356,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]
     p = out[k]
-    p["opcode"] = OP_NACK
+    p["opcode"] = OP_MRC_RELIABILITY_NACK
     p["dqpn"] = q["dest_qpn"]
     p["pkey"] = 0xFFFF
     p["psn"] = psn
@@ -381,7 +379,7 @@ def fill_aeth_nak(T, i, out, k, ev_slot):
     q = T.qp[i]
     out[k] = T.pkt0[0]
     p = out[k]
-    p["opcode"] = OP_ACK
+    p["opcode"] = OP_MRC_ACKNOWLEDGE
     p["dqpn"] = q["dest_qpn"]
     p["pkey"] = 0xFFFF
     p["psn"] = q["aeth_psn"]
