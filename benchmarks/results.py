@@ -155,7 +155,7 @@ def per_cell(g, fn) -> np.ndarray:
 
 def table(head, rows):
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(str(LABELS.get(c, c)) if i == 0 else str(c) for i, c in enumerate(r)) + " |"
+    out += ["| " + " | ".join(str(LABELS.get(c, c)) if isinstance(c, str) else str(c) for c in r) + " |"
             for r in rows]
     return "\n".join(out)
 

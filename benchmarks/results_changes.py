@@ -55,6 +55,8 @@ def changes(old: dict, new: dict, min_change: float = 0.0) -> list[str]:
                     continue
                 ma, mb = _num(sa.get("median")), _num(sb.get("median"))
                 pct = (mb - ma) / abs(ma) * 100 if ma and not math.isnan(ma) and not math.isnan(mb) else float("nan")
+                if (ma == mb or (math.isnan(ma) and math.isnan(mb))) and min_change > 0:
+                    continue  # unchanged (a change of 0 from 0 has no percentage)
                 if not math.isnan(pct) and abs(pct) < min_change:
                     continue
                 apart = all(not math.isnan(_num(s.get(k))) for s in (sa, sb) for k in ("ci_low", "ci_high")) and (
