@@ -307,7 +307,7 @@ def ready_at(E, T, ep, now):
 def next_deadline(E, T, ep):
     n_qp = T.mrc_p[0]["n_qp"]
     if ep >= n_qp:
-        return T.mrc_host[ep - n_qp]["deadline"]
+        return mrcctl.deadline(T, ep - n_qp)
     d = cdisp.next_deadline(T.core, ep)
     # lazy timer: a deadline that moved later (the RTO on every ACK) keeps the armed, earlier timer;
     # it fires early (the core's on_timer then does nothing) and re-arms. The timer heap entry moves

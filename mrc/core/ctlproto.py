@@ -1,0 +1,532 @@
+"""The controller's endpoint protocol: requests a controller sends to its peers' controllers, their answers.
+
+One controller per host (OCP ``mrc_ctl.h``) talks to the controllers of its peers with endpoint
+requests on the reserved QP 2 (ENDPOINT_REQUEST / ENDPOINT_RESPONSE, ERTH / EETH; mrc-public-notes
+2.3, 2.4, 2.7). This module is that protocol once, for the library (`mrc.ctl`, one host row) and
+the emulator (`mrc.emulator.transports.mrcctl`, one host row per host of the fabric). It holds no
+packets, reads no clock and does no I/O: the caller builds and parses packets, keeps time and
+schedules; this module keeps the request table and decides.
+
+Tables (allocated by `allocate`, or by the emulator's setup with the same dtypes):
+
+- ``C`` (`REQ`): request rows. A row is FREE, QUEUED (in its host's FIFO of rows to send) or
+  WAITING (in its host's list of rows waiting for an answer or a timer). Rows come from the free
+  stack ``free``; a full table refuses the new row (`DROPPED`) and the caller counts it: the
+  buffer is bounded, nothing grows.
+- ``H`` (`HOST`): per host, its up ports, the heads of its two lists and its earliest deadline.
+- ``s`` (int64[N_S] at least): scalars; `S_FREE_N` (rows on the free stack), `S_REQ_SEQ` (the next
+  req_id), `S_STAMP` (a stamp the owner may use to visit each peer once). Index 1 is the
+  owner's (the emulator keeps its EV-log count there).
+
+Kinds of row and what happens to them (MRC: the spec's public text; UET: UET 1.0's; ours: an
+extension, parameters named):
+
+- PORT_STATUS_UPDATE request (`request_psu`; MRC notes 2.7: a ``port_status_mask`` with one bit
+  per local port; OAI: a controller "immediately tells peers"): one per peer; a newer update
+  replaces a pending one (ours). It leaves on the first usable EV of a plane both ends have up
+  (`pick`) and waits ``timeout``; unanswered it is sent again, at most ``retries`` times (ours).
+- EV_PROBE request of an EV that became ASSUMED_BAD (`request_probe`, ours: MANI says EV probes
+  "verify a repaired link before its EVs return", the schedule is not public): every
+  ``interval`` on that EV; after ``successes`` answers in a row, an EV still ASSUMED_BAD
+  goes back to GOOD (`mrc.core.evset.ev_input` with EVI_CTL_GOOD, as MODIFY_EV_STATE GOOD does).
+  Once the EV left ASSUMED_BAD by itself, or its QP left RTS, the row is dropped.
+- An application's request (`request_user`; ``mrc_ctl.h`` endpoint batch): sent once on the
+  EV and port it names, matched by (op, peer, req_id), dropped at its deadline.
+- Answers (`respond`; MRC notes 2.4: the answer returns to the sender, echoing op, req_id and the
+  timestamp): sent on the request's plane, or, when that local port is down, on the same EV's
+  twin in a plane that is up (ours; needs the EV's plane field, ``ev_plane_width`` > 0).
+
+Hostile input: `check_request` / `check_response` validate what a packet says before any state
+changes (op, port status mask, port); a response that matches no waiting row (late, duplicate,
+forged req_id, wrong sender) changes nothing.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from numpy import int64 as i64
+
+from mrc._jit import njit_core
+from mrc.core import dtypes as D
+from mrc.core import evset
+from mrc.wire.constants import EndpointOp
+
+# kinds of row
+K_PSU_REQ = 1
+K_PSU_RSP = 2
+K_EVP_REQ = 3
+K_EVP_RSP = 4
+
+# row states
+R_FREE = 0
+R_QUEUED = 1
+R_WAITING = 2
+
+F_USER = 1  # flags: an application's request (`request_user`)
+
+EP_PSU = int(EndpointOp.PORT_STATUS_UPDATE)
+EP_PROBE = int(EndpointOp.EV_PROBE)
+
+# scalars
+S_FREE_N = 0
+S_REQ_SEQ = 2
+S_STAMP = 3
+N_S = 4
+
+# results of the request functions
+DROPPED = -1  # the table is full: nothing queued (the caller counts it)
+NOTHING = -2  # already pending: nothing new
+
+# `check_request` / `check_response`: 0 or the reason a packet is refused
+BAD_OP = 1
+BAD_MASK = 2
+BAD_PORT = 3
+REJECT_REASONS = {BAD_OP: "unknown endpoint op", BAD_MASK: "port_status_mask names ports the host does not have",
+                  BAD_PORT: "port outside the host's ports"}
+
+# `on_response` outcomes
+RSP_UNMATCHED = 0  # late, duplicate or forged: nothing changed
+RSP_PSU_DONE = 1
+RSP_PROBE_COUNTED = 2  # an EV probe answered; the EV is still probed
+RSP_PROBE_DONE = 3  # answered; the EV left ASSUMED_BAD by itself (or its QP left RTS): probing stops
+RSP_RESTORED = 4  # answered; enough answers in a row: the EV went back to GOOD
+RSP_USER = 5  # an application's request answered (its row's t_sent gives the RTT)
+
+REQ = np.dtype([
+    ("t_sent", np.int64),
+    ("deadline", np.int64),
+    ("ev", np.int64),
+    ("next", np.int32),  # next row in its host's FIFO or waiting list (-1)
+    ("host", np.int32),  # the controller that owns the row
+    ("peer", np.int32),  # the other host
+    ("qp", np.int32),  # PSU: a QP with the peer (its EVs carry the update); EV probe: the QP whose EV it is
+    ("slot", np.int32),  # EV probe: the EV's slot in that QP
+    ("req_id", np.int32),
+    ("mask", np.int32),  # port_status_mask
+    ("tries", np.int16),
+    ("ok", np.int16),  # EV probe: answers in a row
+    ("echo_ts", np.uint16),  # answer: the request's tx_timestamp, reflected
+    ("kind", np.int8),
+    ("state", np.int8),
+    ("plane", np.int8),
+    ("answered", np.int8),
+    ("flags", np.int8),
+    ("tc", np.int8),  # DSCP of an application's request; an answer reflects the request's
+], align=True)
+
+HOST = np.dtype([
+    ("deadline", np.int64),  # earliest deadline of its waiting rows (D.NO_DEADLINE: none)
+    ("local_ports", np.int32),  # bit p: NIC port p up
+    ("q_head", np.int32),
+    ("q_tail", np.int32),
+    ("w_head", np.int32),
+    ("seen", np.int32),  # the owner's stamp (S_STAMP): a peer visited once per port change
+], align=True)
+
+
+def allocate(n_hosts: int, capacity: int, n_ports: int):
+    """Empty tables: (C, H, free, s), every host with its `n_ports` ports up."""
+    H = np.zeros(n_hosts, HOST)
+    H["deadline"] = D.NO_DEADLINE
+    H["local_ports"] = (1 << n_ports) - 1
+    H["q_head"] = H["q_tail"] = H["w_head"] = -1
+    C = np.zeros(capacity, REQ)
+    C["next"] = -1
+    free = np.arange(capacity - 1, -1, -1, dtype=np.int32)
+    s = np.zeros(N_S, np.int64)
+    s[S_FREE_N] = capacity
+    return C, H, free, s
+
+
+# ---------------------------------------------------------------- the bounded request table
+
+
+@njit_core
+def _alloc(C, free, s):
+    n = s[S_FREE_N]
+    if n <= 0:
+        return -1
+    s[S_FREE_N] = n - 1
+    r = free[n - 1]
+    C[r]["next"] = -1
+    C[r]["tries"] = 0
+    C[r]["ok"] = 0
+    C[r]["answered"] = 0
+    C[r]["flags"] = 0
+    return r
+
+
+@njit_core
+def release(C, free, s, r):
+    """Row r back to the free stack (its fields stay readable until it is allocated again)."""
+    C[r]["state"] = R_FREE
+    n = s[S_FREE_N]
+    free[n] = r
+    s[S_FREE_N] = n + 1
+
+
+@njit_core
+def _enqueue(C, H, h, r):
+    C[r]["state"] = R_QUEUED
+    C[r]["next"] = -1
+    if H[h]["q_head"] < 0:
+        H[h]["q_head"] = r
+    else:
+        C[H[h]["q_tail"]]["next"] = r
+    H[h]["q_tail"] = r
+
+
+@njit_core
+def _unlink_queued(C, H, h, r, prev):
+    nxt = C[r]["next"]
+    if prev < 0:
+        H[h]["q_head"] = nxt
+    else:
+        C[prev]["next"] = nxt
+    if H[h]["q_tail"] == r:
+        H[h]["q_tail"] = prev
+
+
+@njit_core
+def _wait(C, H, h, r, deadline):
+    C[r]["state"] = R_WAITING
+    C[r]["deadline"] = deadline
+    C[r]["next"] = H[h]["w_head"]
+    H[h]["w_head"] = r
+    if deadline < H[h]["deadline"]:
+        H[h]["deadline"] = deadline
+
+
+@njit_core
+def _unlink_waiting(C, H, h, r):
+    prev = -1
+    k = H[h]["w_head"]
+    while k >= 0:
+        if k == r:
+            if prev < 0:
+                H[h]["w_head"] = C[k]["next"]
+            else:
+                C[prev]["next"] = C[k]["next"]
+            return
+        prev = k
+        k = C[k]["next"]
+
+
+@njit_core
+def _recompute_deadline(C, H, h):
+    d = i64(D.NO_DEADLINE)
+    k = H[h]["w_head"]
+    while k >= 0:
+        if C[k]["deadline"] < d:
+            d = C[k]["deadline"]
+        k = C[k]["next"]
+    H[h]["deadline"] = d
+
+
+@njit_core(inline="always")
+def ready(H, h):
+    """Host h has a row queued to send."""
+    return H[h]["q_head"] >= 0
+
+
+@njit_core
+def _next_req_id(s):
+    v = s[S_REQ_SEQ] & 0xFFFF
+    s[S_REQ_SEQ] += 1
+    return v
+
+
+# ---------------------------------------------------------------- events in: what the controller is asked to send
+
+
+@njit_core
+def request_psu(C, H, free, s, h, d, qp, mask):
+    """Host h tells peer host d its ports (``mask``), on the EVs of QP `qp` (MRC notes 2.7; OAI).
+
+    A pending update to d (queued or waiting) is replaced: new mask, tries from zero (ours).
+    Returns the row, or DROPPED when the table is full."""
+    k = H[h]["q_head"]
+    while k >= 0:
+        if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d and C[k]["flags"] == 0:
+            C[k]["mask"] = mask
+            C[k]["tries"] = 0
+            return i64(k)
+        k = C[k]["next"]
+    k = H[h]["w_head"]
+    while k >= 0:
+        if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d and C[k]["flags"] == 0:
+            _unlink_waiting(C, H, h, k)
+            _recompute_deadline(C, H, h)
+            C[k]["mask"] = mask
+            C[k]["tries"] = 0
+            _enqueue(C, H, h, k)
+            return i64(k)
+        k = C[k]["next"]
+    r = i64(_alloc(C, free, s))
+    if r < 0:
+        return DROPPED
+    C[r]["kind"] = K_PSU_REQ
+    C[r]["host"] = h
+    C[r]["peer"] = d
+    C[r]["qp"] = qp
+    C[r]["mask"] = mask
+    C[r]["req_id"] = _next_req_id(s)
+    _enqueue(C, H, h, r)
+    return r
+
+
+@njit_core
+def request_probe(C, H, free, s, core, h, d, qp, slot, now, interval):
+    """EV `slot` of QP `qp` (host h, peer host d) became ASSUMED_BAD: probe it every `interval` (ours).
+
+    The first probe goes one interval from now. Returns the row, NOTHING when that EV is already
+    being probed or probing is off (``interval`` <= 0), DROPPED when the table is full."""
+    if interval <= 0:
+        return NOTHING
+    k = H[h]["w_head"]
+    while k >= 0:
+        if C[k]["kind"] == K_EVP_REQ and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
+            return NOTHING
+        k = C[k]["next"]
+    k = H[h]["q_head"]
+    while k >= 0:
+        if C[k]["kind"] == K_EVP_REQ and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
+            return NOTHING
+        k = C[k]["next"]
+    r = i64(_alloc(C, free, s))
+    if r < 0:
+        return DROPPED
+    e = core.ev[core.qp[qp]["ev_row"], slot]
+    C[r]["kind"] = K_EVP_REQ
+    C[r]["host"] = h
+    C[r]["peer"] = d
+    C[r]["qp"] = qp
+    C[r]["slot"] = slot
+    C[r]["ev"] = i64(e["ev"])
+    C[r]["plane"] = e["plane"]
+    C[r]["req_id"] = _next_req_id(s)
+    C[r]["answered"] = 1  # nothing sent yet: no answer is missing
+    _wait(C, H, h, r, now + interval)
+    return r
+
+
+@njit_core
+def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline):
+    """An application's endpoint request (``mrc_ctl.h`` endpoint batch; MRC notes 2.4, 2.7): `op` to
+    peer d with `req_id`, on EV `ev` of port `plane`, dropped at `deadline`. DROPPED when full."""
+    r = i64(_alloc(C, free, s))
+    if r < 0:
+        return DROPPED
+    C[r]["kind"] = K_PSU_REQ if op == EP_PSU else K_EVP_REQ
+    C[r]["flags"] = F_USER
+    C[r]["host"] = h
+    C[r]["peer"] = d
+    C[r]["qp"] = -1
+    C[r]["slot"] = -1
+    C[r]["ev"] = ev
+    C[r]["plane"] = plane
+    C[r]["mask"] = mask
+    C[r]["req_id"] = req_id
+    C[r]["tc"] = tc
+    C[r]["deadline"] = deadline
+    _enqueue(C, H, h, r)
+    return r
+
+
+@njit_core
+def check_request(H, h, n_ports, op, mask, port):
+    """0 when a peer's ENDPOINT_REQUEST may be acted on, else the reason (BAD_*): an op other than
+    PORT_STATUS_UPDATE / EV_PROBE, a ``port_status_mask`` with bits beyond the ports, a port
+    outside [0, n_ports). Checked before any state changes (ours: the notes do not say)."""
+    if op != EP_PSU and op != EP_PROBE:
+        return BAD_OP
+    if port < 0 or port >= n_ports:
+        return BAD_PORT
+    if op == EP_PSU and (i64(mask) >> n_ports) != 0:
+        return BAD_MASK
+    return 0
+
+
+@njit_core
+def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts):
+    """Queue host h's answer to peer src's request (MRC notes 2.4: op, req_id and timestamp echoed;
+    the answer carries h's ports). Validate first (`check_request`). Returns the row or DROPPED."""
+    r = i64(_alloc(C, free, s))
+    if r < 0:
+        return DROPPED
+    C[r]["kind"] = K_PSU_RSP if op == EP_PSU else K_EVP_RSP
+    C[r]["host"] = h
+    C[r]["peer"] = src
+    C[r]["qp"] = -1
+    C[r]["req_id"] = req_id
+    C[r]["ev"] = ev
+    C[r]["plane"] = plane
+    C[r]["mask"] = H[h]["local_ports"]
+    C[r]["tc"] = tc
+    C[r]["echo_ts"] = echo_ts
+    _enqueue(C, H, h, r)
+    return r
+
+
+# ---------------------------------------------------------------- events out: what goes on the wire
+
+
+@njit_core
+def psu_ev(core, qp, plane):
+    """A usable EV of `qp` on `plane` (the peer's port up too), or -1."""
+    if (evset.plane_mask(core, qp) >> plane) & 1 == 0:
+        return i64(-1)
+    q = core.qp[qp]
+    row = core.ev[q["ev_row"]]
+    for k in range(i64(q["plane_start"][plane]), i64(q["plane_start"][plane + 1])):
+        if evset.is_usable(row[k]["state"]):
+            return i64(row[k]["ev"])
+    return i64(-1)
+
+
+@njit_core(inline="always")
+def on_plane(ev, plane, shift, width):
+    """The EV with its plane field (`width` bits at `shift`) set to `plane`: the same switches there."""
+    m = ((i64(1) << width) - 1) << shift
+    return (i64(ev) & ~m) | (i64(plane) << shift)
+
+
+@njit_core
+def pick(C, H, free, s, core, h, plane, now, ev_plane_shift, ev_plane_width):
+    """The first queued row of host h that may leave on `plane` now, unlinked, and its EV: (row, ev),
+    (-1, -1) when none. An application's request past its deadline is dropped here, unsent."""
+    local = i64(H[h]["local_ports"])
+    prev = -1
+    r = H[h]["q_head"]
+    ev = i64(-1)
+    while r >= 0:
+        kind = C[r]["kind"]
+        ev = i64(-1)
+        if C[r]["flags"] & F_USER:
+            if C[r]["deadline"] <= now:
+                nxt = C[r]["next"]
+                _unlink_queued(C, H, h, r, prev)
+                release(C, free, s, r)
+                r = nxt
+                continue
+            if C[r]["plane"] == plane:
+                ev = C[r]["ev"]
+        elif kind == K_PSU_REQ:
+            ev = psu_ev(core, C[r]["qp"], plane)
+        elif kind == K_EVP_REQ:
+            if C[r]["plane"] == plane:
+                ev = C[r]["ev"]
+        elif ev_plane_width <= 0:
+            if C[r]["plane"] == plane:  # an answer, on the request's EV and port
+                ev = C[r]["ev"]
+        elif C[r]["plane"] == plane or ((local >> C[r]["plane"]) & 1) == 0:
+            ev = on_plane(C[r]["ev"], plane, ev_plane_shift, ev_plane_width)  # or its plane's twin here
+        if ev >= 0:
+            break
+        prev = r
+        r = C[r]["next"]
+    if r < 0:
+        return -1, i64(-1)
+    _unlink_queued(C, H, h, r, prev)
+    return i64(r), ev
+
+
+@njit_core
+def sent(C, H, free, s, h, r, now, timeout, interval):
+    """Row r (from `pick`) went out at `now`: a request waits for its answer (an update `timeout`,
+    a probe `interval`, an application's request its deadline); an answer is done. Returns its kind."""
+    kind = C[r]["kind"]
+    if C[r]["flags"] & F_USER:
+        C[r]["t_sent"] = now
+        _wait(C, H, h, r, C[r]["deadline"])
+    elif kind == K_PSU_REQ:
+        C[r]["tries"] += 1
+        C[r]["t_sent"] = now
+        _wait(C, H, h, r, now + timeout)
+    elif kind == K_EVP_REQ:
+        C[r]["t_sent"] = now
+        C[r]["answered"] = 0
+        _wait(C, H, h, r, now + interval)
+    else:
+        release(C, free, s, r)
+    return kind
+
+
+# ---------------------------------------------------------------- answers and timers
+
+
+@njit_core
+def check_response(op):
+    """0 when a peer's ENDPOINT_RESPONSE names a known op, else BAD_OP."""
+    return 0 if op == EP_PSU or op == EP_PROBE else BAD_OP
+
+
+@njit_core
+def _probe_over(core, qp, slot):
+    return core.ev[core.qp[qp]["ev_row"], slot]["state"] != D.EV_ASSUMED_BAD or core.qp[qp]["state"] != D.QPS_RTS
+
+
+@njit_core
+def on_response(C, H, free, s, core, h, src, op, req_id, successes, now):
+    """An ENDPOINT_RESPONSE from peer src for host h: (row, RSP_*). Only a waiting request of the same
+    op, peer and req_id matches; anything else is RSP_UNMATCHED and changes nothing. A matched
+    probe that completes `successes` answers in a row returns its EV to GOOD (ours)."""
+    if check_response(op) != 0:
+        return -1, RSP_UNMATCHED
+    want = K_PSU_REQ if op == EP_PSU else K_EVP_REQ
+    r = H[h]["w_head"]
+    while r >= 0:
+        if C[r]["kind"] == want and C[r]["peer"] == src and C[r]["req_id"] == req_id:
+            break
+        r = C[r]["next"]
+    if r < 0:
+        return -1, RSP_UNMATCHED
+    if C[r]["flags"] & F_USER or want == K_PSU_REQ:
+        _unlink_waiting(C, H, h, r)
+        release(C, free, s, r)
+        _recompute_deadline(C, H, h)
+        return i64(r), (RSP_USER if C[r]["flags"] & F_USER else RSP_PSU_DONE)
+    if C[r]["answered"] == 0:
+        C[r]["answered"] = 1
+        C[r]["ok"] += 1
+    qp = C[r]["qp"]
+    slot = C[r]["slot"]
+    out = RSP_PROBE_COUNTED
+    if _probe_over(core, qp, slot):
+        out = RSP_PROBE_DONE
+    elif C[r]["ok"] >= successes:
+        evset.ev_input(core, qp, slot, D.EVI_CTL_GOOD, now)
+        out = RSP_RESTORED
+    if out != RSP_PROBE_COUNTED:
+        _unlink_waiting(C, H, h, r)
+        release(C, free, s, r)
+        _recompute_deadline(C, H, h)
+    return i64(r), out
+
+
+@njit_core
+def on_timer(C, H, free, s, core, h, now, retries):
+    """Host h's waiting rows due at `now`: an update is queued again (dropped after `retries`
+    resends, ours); a probe goes again while its EV is ASSUMED_BAD (an unanswered one restarts
+    the count of answers in a row); an application's request is dropped (its batch timed out)."""
+    r = H[h]["w_head"]
+    while r >= 0:
+        nxt = C[r]["next"]
+        if C[r]["deadline"] <= now:
+            _unlink_waiting(C, H, h, r)
+            if C[r]["flags"] & F_USER:
+                release(C, free, s, r)
+            elif C[r]["kind"] == K_PSU_REQ:
+                if C[r]["tries"] > retries:
+                    release(C, free, s, r)
+                else:
+                    _enqueue(C, H, h, r)
+            else:
+                if _probe_over(core, C[r]["qp"], C[r]["slot"]):
+                    release(C, free, s, r)
+                else:
+                    if C[r]["answered"] == 0:
+                        C[r]["ok"] = 0
+                    _enqueue(C, H, h, r)
+        r = nxt
+    _recompute_deadline(C, H, h)
