@@ -13,7 +13,7 @@ from mrc.core import dtypes as D, setup
 from mrc.ctl.endpoint import EndpointMixin
 from mrc.ctl.evops import EvOpsMixin
 from mrc.ctl.types import (
-    CC_ALGORITHMS, CC_NS_KEYS, EV_MAX_BYTES, CcProfile, EpBatch, EvEventQueue, EvFormatProfile, EvProfile, EvProfileMode, EvState, ProfileState, check_transition,
+    CC_ALGORITHMS, CC_NS_KEYS, EV_MAX_BYTES, CcProfile, EvEventQueue, EvFormatProfile, EvProfile, EvProfileMode, EvState, ProfileState, check_transition,
     parse_enum,
 )
 from mrc.errors import ConfigError, UsageError
@@ -32,11 +32,7 @@ class Controller(EvOpsMixin, EndpointMixin):
         self._evps: dict[int, EvProfile] = {}
         self._ccs: dict[int, CcProfile] = {}
         self._ev_cqs: list[EvEventQueue] = []
-        self._ep_out: collections.deque = collections.deque()  # (PKT record, dest, port, batch, req_id)
-        self._batches: list[EpBatch] = []
-        self.phys_ports = (1 << device.ports) - 1  # link state of each port (Device.set_port_state)
-        self.admin_down = 0  # ports administratively disabled (modify_port)
-        self.local_ports = self.phys_ports  # up = link up and administratively enabled
+        self._init_endpoint(device.ports)  # the endpoint protocol's table and the ports (`endpoint`)
 
     # -- device -------------------------------------------------------------------
     def query_device(self) -> dict:

@@ -3,16 +3,21 @@
 A mixin of `mrc.ctl.Controller`: batches of EV probes (with their RTT) and port
 status updates sent to peers, the answers to peers' requests, and the local
 ports' link and administrative state (a port that goes down leaves every QP's
-plane set at once and every peer is told).
+plane set at once and every peer is told, the update sent again until it is
+answered). Optionally (`set_ev_probing`) the controller probes every EV that
+becomes ASSUMED_BAD and returns it to GOOD after enough answers.
+
+The protocol is `mrc.core.ctlproto` (the same compiled functions the emulator's
+controllers run): this mixin owns one host row and a request table, names peers
+by small integers (`_peer_id`), builds and parses the packets and keeps the
+application's `EpBatch` objects.
 """
 from __future__ import annotations
-
-import collections
 
 import numpy as np
 
 from mrc.api_types import AsyncEvent, OutPacket
-from mrc.core import dispatch, dtypes as D, evset
+from mrc.core import ctlproto as CP, dispatch
 from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum
 from mrc.errors import UsageError
@@ -23,9 +28,40 @@ from mrc.wire.records import PKT
 # TSETH unit of the controller's own requests: the QPs' default (8 ns). The answer's RTT comes
 # from the local send time matched by req_id, so this stamp is informational for the peer.
 EP_TS_UNIT_PS = QP_DEFAULTS["ts_unit_ps"]
+EP_CAPACITY = 4096  # rows of the request table (requests in flight + answers queued); more is refused
+EP_MAX_PEERS = 4096  # peers the controller keeps ids for; requests from more are dropped and counted
+PSU_TIMEOUT_PS = 1_000_000_000  # a port status update unanswered for 1 ms is sent again (ours)
+PSU_RETRIES = 7  # at most this many times (ours; the emulator's ``ctl_retries`` default)
+PROBE_SUCCESSES = 2  # answers in a row that return a probed EV to GOOD (ours; ``ctl_probe_successes``)
 
 
 class EndpointMixin:
+    def _init_endpoint(self, ports: int) -> None:
+        self._ep = CP.allocate(1, EP_CAPACITY, ports)  # (requests, host row, free stack, scalars)
+        self._ep_batch_of: dict[int, tuple[EpBatch, int]] = {}  # row -> (batch, req_id) of an application's request
+        self._ep_peers: list = []  # peer addresses; the index is the peer's id in the request table
+        self._batches: list[EpBatch] = []
+        self._probe_interval_ps = 0  # controller EV probes off (`set_ev_probing`)
+        self._probe_successes = PROBE_SUCCESSES
+        self.phys_ports = (1 << ports) - 1  # link state of each port (Device.set_port_state)
+        self.admin_down = 0  # ports administratively disabled (modify_port)
+
+    @property
+    def local_ports(self) -> int:
+        """The ports up (bit p: port p + 1): link up and administratively enabled."""
+        return int(self._ep[1][0]["local_ports"])
+
+    def set_ev_probing(self, interval_ns: int, successes: int = PROBE_SUCCESSES) -> None:
+        """Probe every EV that becomes ASSUMED_BAD every `interval_ns` with endpoint EV probes; after
+        `successes` answers in a row an EV still ASSUMED_BAD returns to GOOD on its QP (ours, as the
+        emulator's ``ctl_probe_us`` / ``ctl_probe_successes``). ``interval_ns = 0`` turns it off (the default)."""
+        if not isinstance(interval_ns, int) or isinstance(interval_ns, bool) or interval_ns < 0:
+            raise UsageError(f"set_ev_probing: interval_ns {interval_ns!r} must be a non-negative integer")
+        if not isinstance(successes, int) or isinstance(successes, bool) or not 1 <= successes <= 1000:
+            raise UsageError(f"set_ev_probing: successes {successes!r} must be an integer in [1, 1000]")
+        self._probe_interval_ps = interval_ns * 1000
+        self._probe_successes = successes
+
     def query_port(self, port: int) -> dict:
         """A local port's (1-based) administrative state and whether it is up."""
         self._check_port(port)
@@ -42,6 +78,16 @@ class EndpointMixin:
     def _check_port(self, port: int) -> None:
         if not isinstance(port, (int, np.integer)) or not 1 <= port <= self.device.ports:
             raise UsageError(f"port {port!r} outside [1, {self.device.ports}]")
+
+    def _peer_id(self, address, add: bool = True) -> int:
+        """The request table's id of a peer address (-1: unknown and not added)."""
+        for k, a in enumerate(self._ep_peers):
+            if a is address or a == address:
+                return k
+        if not add or len(self._ep_peers) >= EP_MAX_PEERS:
+            return -1
+        self._ep_peers.append(address)
+        return len(self._ep_peers) - 1
 
     def ep_batch_send(self, op: EndpointOp | str, requests: list[EpRequest], *, now: int, rsp_timeout_ns: int,
                       req_tc: int = DSCP_CONTROL) -> EpBatch:
@@ -63,81 +109,115 @@ class EndpointMixin:
                 raise UsageError(f"ep_batch_send: req_id {r.req_id!r} is not 16-bit")
             if not isinstance(r.ev, (int, np.integer)) or not 0 <= r.ev < 1 << 32:
                 raise UsageError(f"ep_batch_send: ev {r.ev!r} is not a 32-bit EV")
+            if not isinstance(r.port_status, (int, np.integer)) or not 0 <= r.port_status < 1 << 32:
+                raise UsageError(f"ep_batch_send: port_status {r.port_status!r} is not a 32-bit mask")
+        C, H, free, s = self._ep
+        if len(requests) > int(s[CP.S_FREE_N]):
+            raise UsageError(f"ep_batch_send: {len(requests)} requests, but only {int(s[CP.S_FREE_N])} of the "
+                             f"controller's {EP_CAPACITY} request rows are free (ENOMEM)")
+        peers = [self._peer_id(r.dest) for r in requests]
+        if min(peers) < 0:
+            raise UsageError(f"ep_batch_send: more than {EP_MAX_PEERS} peers (ENOMEM)")
         batch = EpBatch(op, list(requests), now + rsp_timeout_ns * 1000)
-        for r in requests:
-            pkt = np.zeros(1, dtype=PKT)[0]
-            pkt["opcode"] = int(Opcode.MRC_ENDPOINT_REQUEST)
-            pkt["dqpn"] = ENDPOINT_QPN
-            pkt["pkey"] = 0xFFFF
-            pkt["ep_op"] = int(op)
-            pkt["req_id"] = r.req_id
-            pkt["port_status_mask"] = r.port_status
-            pkt["ts"] = 1
-            pkt["ev"] = r.ev
-            pkt["port"] = r.port - 1
-            pkt["dscp"] = req_tc
-            self._ep_out.append((pkt, r.dest, r.port, batch, r.req_id))
+        for r, d in zip(requests, peers):
+            row = CP.request_user(C, H, free, s, 0, d, int(op), r.req_id, int(r.ev), r.port - 1,
+                                  int(r.port_status) & 0xFFFFFFFF, req_tc, batch.deadline)
+            self._ep_batch_of[int(row)] = (batch, r.req_id)
         self._batches.append(batch)
         return batch
 
     def _endpoint_packets(self, now: int, port_mask: int) -> list:
+        """Every request and answer that may leave now on the ports in `port_mask` (the core picks)."""
         out = []
-        keep = collections.deque()
-        while self._ep_out:
-            pkt, dest, port, batch, req_id = self._ep_out.popleft()
-            if not (port_mask >> (port - 1)) & 1 or not (self.local_ports >> (port - 1)) & 1:
-                keep.append((pkt, dest, port, batch, req_id))
+        C, H, free, s = self._ep
+        T = self.device.T
+        local = self.local_ports
+        for plane in range(self.device.ports):
+            if not (port_mask >> plane) & 1 or not (local >> plane) & 1:
                 continue
-            if batch is not None:
-                pkt["tx_timestamp"] = (now // EP_TS_UNIT_PS) & 0xFFFF
-                batch.sent[req_id] = now
-            out.append(OutPacket(pkt, b"", dest, port, ENDPOINT_QPN))
-        self._ep_out = keep
+            while True:
+                r, ev = CP.pick(C, H, free, s, T, 0, plane, now, 0, 0)
+                if r < 0:
+                    break
+                row = C[r]
+                kind, user = int(row["kind"]), bool(row["flags"] & CP.F_USER)
+                req = kind in (CP.K_PSU_REQ, CP.K_EVP_REQ)
+                psu = kind in (CP.K_PSU_REQ, CP.K_PSU_RSP)
+                pkt = np.zeros(1, dtype=PKT)[0]
+                pkt["opcode"] = int(Opcode.MRC_ENDPOINT_REQUEST if req else Opcode.MRC_ENDPOINT_RESPONSE)
+                pkt["dqpn"] = ENDPOINT_QPN
+                pkt["pkey"] = 0xFFFF
+                pkt["ep_op"] = CP.EP_PSU if psu else CP.EP_PROBE
+                pkt["req_id"] = int(row["req_id"])
+                pkt["port_status_mask"] = int(row["mask"]) & 0xFFFFFFFF if (psu or user or not req) else local
+                pkt["ev"] = ev
+                pkt["port"] = plane
+                if req:
+                    pkt["ts"] = 1
+                    pkt["tx_timestamp"] = (now // EP_TS_UNIT_PS) & 0xFFFF
+                    pkt["dscp"] = int(row["tc"]) if user else DSCP_CONTROL
+                else:
+                    pkt["tx_timestamp"] = int(row["echo_ts"])
+                    pkt["svc_time"] = 0
+                    pkt["dscp"] = int(row["tc"])
+                dest = self._ep_peers[int(row["peer"])]
+                if user:
+                    batch, req_id = self._ep_batch_of[int(r)]
+                    batch.sent[req_id] = now
+                CP.sent(C, H, free, s, 0, r, now, PSU_TIMEOUT_PS, self._probe_interval_ps)
+                out.append(OutPacket(pkt, b"", dest, plane + 1, ENDPOINT_QPN))
         return out
 
     def _on_endpoint_packet(self, pkt, now: int, src) -> None:
-        op = int(pkt["opcode"])
+        C, H, free, s = self._ep
+        op, ep_op = int(pkt["opcode"]), int(pkt["ep_op"])
         if op == int(Opcode.MRC_ENDPOINT_REQUEST):
-            if int(pkt["ep_op"]) == EndpointOp.PORT_STATUS_UPDATE:
-                mask = int(pkt["port_status_mask"]) & ((1 << self.device.ports) - 1)
+            bad = CP.check_request(H, 0, self.device.ports, ep_op, int(pkt["port_status_mask"]), int(pkt["port"]))
+            if bad:
+                self.counters["ep_rejected"] += 1  # checked before any state changed
+                return
+            d = self._peer_id(src)
+            if d < 0:
+                self.counters["ep_dropped"] += 1
+                return
+            if ep_op == EndpointOp.PORT_STATUS_UPDATE:
+                mask = int(pkt["port_status_mask"])
                 T = self.device.T
                 for qp in self.device._live_qps():
                     if qp.peer.address == src and qp.state in ("RTR", "RTS"):
                         dispatch.set_remote_ports(T, qp.index, np.uint32(mask), now)
                 self.counters["port_status_rx"] += 1
-            rsp = np.zeros(1, dtype=PKT)[0]
-            rsp["opcode"] = int(Opcode.MRC_ENDPOINT_RESPONSE)
-            rsp["dqpn"] = ENDPOINT_QPN
-            rsp["pkey"] = 0xFFFF
-            rsp["ep_op"] = pkt["ep_op"]
-            rsp["req_id"] = pkt["req_id"]
-            rsp["port_status_mask"] = self.local_ports
-            rsp["tx_timestamp"] = pkt["tx_timestamp"]
-            rsp["svc_time"] = 0
-            rsp["ev"] = pkt["ev"]
-            rsp["port"] = pkt["port"]
-            rsp["dscp"] = pkt["dscp"]
-            self._ep_out.append((rsp, src, int(pkt["port"]) + 1, None, 0))
+            r = CP.respond(C, H, free, s, 0, d, ep_op, int(pkt["req_id"]), int(pkt["ev"]), int(pkt["port"]),
+                           int(pkt["dscp"]), int(pkt["tx_timestamp"]))
+            if r == CP.DROPPED:
+                self.counters["ep_dropped"] += 1
         elif op == int(Opcode.MRC_ENDPOINT_RESPONSE):
-            req_id, ep_op = int(pkt["req_id"]), int(pkt["ep_op"])
-            for batch in self._batches:
-                if batch.op == ep_op and req_id in batch.sent and all(r.req_id != req_id for r in batch.responses):
-                    rtt_ns = (now - batch.sent[req_id]) // 1000
-                    batch.responses.append(EpResponse(req_id, int(pkt["port"]) + 1, rtt_ns, False))
-                    break
-            else:
+            d = self._peer_id(src, add=False)
+            r, outcome = CP.on_response(C, H, free, s, self.device.T, 0, d, ep_op, int(pkt["req_id"]),
+                                        self._probe_successes, now)
+            if outcome == CP.RSP_USER:
+                batch, req_id = self._ep_batch_of.pop(int(r))
+                rtt_ns = (now - int(C[r]["t_sent"])) // 1000
+                batch.responses.append(EpResponse(req_id, int(pkt["port"]) + 1, rtt_ns, False))
+            elif outcome == CP.RSP_UNMATCHED:
                 self.counters["ep_unmatched"] += 1
+            elif outcome == CP.RSP_RESTORED:
+                self.counters["ev_probe_restored"] += 1
+                self.device._drain()
         else:
             self.counters["ep_unknown"] += 1
 
     def _next_deadline(self) -> int:
-        return min((b.deadline for b in self._batches if not b.done), default=D.NO_DEADLINE)
+        t = int(self._ep[1][0]["deadline"])
+        return min([t] + [b.deadline for b in self._batches if not b.done])
 
     def _on_timer(self, now: int) -> None:
         for b in self._batches:
             if not b.done and b.deadline <= now:
                 b.timed_out = True
         self._batches = [b for b in self._batches if not b.done and b.deadline > now]
+        C, H, free, s = self._ep
+        CP.on_timer(C, H, free, s, self.device.T, 0, now, PSU_RETRIES)
 
     def _set_local_port(self, port: int, up: bool, now: int) -> None:
         """The link of a local port went down or came back (Device.set_port_state)."""
@@ -147,30 +227,38 @@ class EndpointMixin:
 
     def _update_ports(self, port: int, now: int) -> None:
         before = self.local_ports
-        self.local_ports = self.phys_ports & ~self.admin_down & ((1 << self.device.ports) - 1)
-        if before == self.local_ports:
+        local = self.phys_ports & ~self.admin_down & ((1 << self.device.ports) - 1)
+        if before == local:
             return
-        up = bool(self.local_ports >> (port - 1) & 1)
+        C, H, free, s = self._ep
+        H[0]["local_ports"] = local
+        up = bool(local >> (port - 1) & 1)
         dev = self.device
         for qp in dev._live_qps():
             if qp.state in ("RTR", "RTS"):
-                dispatch.set_local_ports(dev.T, qp.index, np.uint32(self.local_ports), now)
+                dispatch.set_local_ports(dev.T, qp.index, np.uint32(local), now)
         dev._post_async(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
         # tell every peer at once, on a plane that is still up (OAI: "immediately tells peers")
-        peers = {}
+        told = set()
         for qp in dev._live_qps():
-            if qp.state in ("RTR", "RTS") and qp.peer.address not in peers:
-                peers[qp.peer.address] = qp
-        req_id = self.counters["psu_seq"]
-        for dest, qp in peers.items():
-            T = dev.T
-            q = T.qp[qp.index]
-            for k in range(int(q["n_ev"])):
-                e = T.ev[q["ev_row"], k]
-                if (self.local_ports >> int(e["plane"])) & 1 and evset.is_usable(e["state"]):
-                    req = EpRequest(req_id & 0xFFFF, dest, int(e["plane"]) + 1, int(e["ev"]), self.local_ports)
-                    self.ep_batch_send(EndpointOp.PORT_STATUS_UPDATE, [req], now=now, rsp_timeout_ns=1_000_000)
-                    req_id += 1
-                    break
-        self.counters["psu_seq"] = req_id
+            if qp.state in ("RTR", "RTS"):
+                d = self._peer_id(qp.peer.address)
+                if d < 0 or d in told:
+                    continue
+                told.add(d)
+                if CP.request_psu(C, H, free, s, 0, d, qp.index, local) == CP.DROPPED:
+                    self.counters["ep_dropped"] += 1
         dev._drain()
+
+    def _probe_ev(self, qp, e) -> None:
+        """An EV of `qp` became ASSUMED_BAD (EV event `e`): probe it, when probing is on."""
+        if self._probe_interval_ps <= 0 or qp.state != "RTS" or qp.peer.address is None:
+            return
+        d = self._peer_id(qp.peer.address)
+        if d < 0:
+            return
+        C, H, free, s = self._ep
+        r = CP.request_probe(C, H, free, s, self.device.T, 0, d, qp.index, int(e["value"]), int(e["time"]),
+                             self._probe_interval_ps)
+        if r == CP.DROPPED:
+            self.counters["ep_dropped"] += 1

@@ -173,3 +173,5 @@ class EvOpsMixin:
         ev = EvEvent(qp.ev_profile_id, int(e["ev"]), int(e["plane"]) + 1, 0, state)
         for cq in self._ev_cqs:
             cq._push(ev)
+        if state == EvState.ASSUMED_BAD:
+            self._probe_ev(qp, e)
