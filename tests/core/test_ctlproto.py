@@ -1,0 +1,274 @@
+"""The controller's endpoint protocol (`mrc.core.ctlproto`): the request table, each request and answer,
+timers, and hostile input refused before any state changes. `tests/emulator/test_ctlproto_paths.py` runs
+one exchange through the library and the emulator and compares them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from mrc.api import Device
+from mrc.core import ctlproto as CP, dtypes as D, tables
+from mrc.ctl import EpRequest
+from mrc.errors import UsageError
+from mrc.wire.constants import ENDPOINT_QPN, Opcode
+from mrc.wire.records import PKT
+
+NEVER = int(D.NO_DEADLINE)
+
+
+def _core(n_ev_per_plane=2, planes=2):
+    """One QP in RTS with `n_ev_per_plane` GOOD EVs per plane (EV value 0x100 * plane + rank)."""
+    T = tables.allocate(1, max_ev=n_ev_per_plane * planes)
+    q = T.qp[0]
+    q["state"], q["n_ev"], q["n_planes"] = D.QPS_RTS, n_ev_per_plane * planes, planes
+    q["local_ports"] = q["remote_ports"] = (1 << planes) - 1
+    for p in range(planes + 1):
+        q["plane_start"][p] = p * n_ev_per_plane
+    for k in range(n_ev_per_plane * planes):
+        e = T.ev[0, k]
+        e["ev"], e["plane"], e["state"] = 0x100 * (k // n_ev_per_plane) + k % n_ev_per_plane, k // n_ev_per_plane, D.EV_GOOD
+    return T
+
+
+def _snapshot(tabs):
+    return [a.copy() for a in tabs]
+
+
+def _unchanged(before, tabs):
+    return all(np.array_equal(a, b) for a, b in zip(before, tabs))
+
+
+def _rows(C, H, h, head):
+    out, r = [], int(H[h][head])
+    while r >= 0:
+        out.append(r)
+        r = int(C[r]["next"])
+    return out
+
+
+def _invariants(C, H, free, s):
+    """Every row is free xor in exactly one host list in its state; deadlines are the waiting rows' minimum."""
+    n_free = int(s[CP.S_FREE_N])
+    seen = list(free[:n_free])
+    for h in range(len(H)):
+        q, w = _rows(C, H, h, "q_head"), _rows(C, H, h, "w_head")
+        assert all(C[r]["state"] == CP.R_QUEUED for r in q) and all(C[r]["state"] == CP.R_WAITING for r in w)
+        assert (int(H[h]["q_tail"]) == q[-1]) if q else True
+        assert int(H[h]["deadline"]) == min([int(C[r]["deadline"]) for r in w], default=NEVER)
+        seen += q + w
+    assert sorted(int(r) for r in seen) == list(range(len(C)))  # no row lost, none twice: the buffer is bounded
+
+
+# ---------------------------------------------------------------- requests
+
+
+def test_a_port_status_update_leaves_on_a_usable_ev_of_an_up_plane_and_is_resent_until_answered():
+    C, H, free, s = tabs = CP.allocate(2, 8, 2)
+    T = _core()
+    T.ev[0, 0]["state"] = D.EV_ASSUMED_BAD  # plane 0's first EV is out: its second carries the update
+    r = CP.request_psu(C, H, free, s, 0, 1, 0, 0b01)
+    assert r >= 0 and _rows(C, H, 0, "q_head") == [r] and C[r]["req_id"] == 0
+    got, ev = CP.pick(C, H, free, s, T, 0, 0, 1000, 0, 0)
+    assert (got, ev) == (r, 0x001)
+    assert CP.sent(C, H, free, s, 0, r, 1000, 500, 0) == CP.K_PSU_REQ
+    assert C[r]["tries"] == 1 and H[0]["deadline"] == 1500
+    for k in range(3):  # unanswered: queued again at each timeout, at most `retries` (2) times
+        CP.on_timer(C, H, free, s, T, 0, 1500 + 1000 * k, 2)
+        if k < 2:
+            assert _rows(C, H, 0, "q_head") == [r]
+            CP.pick(C, H, free, s, T, 0, 1, 1500 + 1000 * k, 0, 0)
+            CP.sent(C, H, free, s, 0, r, 1500 + 1000 * k, 1000, 0)
+        _invariants(*tabs)
+    assert int(s[CP.S_FREE_N]) == 8 and H[0]["deadline"] == NEVER  # given up after 1 + 2 tries
+
+
+def test_a_newer_update_replaces_a_pending_one_and_the_answer_ends_it():
+    C, H, free, s = tabs = CP.allocate(2, 8, 2)
+    T = _core()
+    r = CP.request_psu(C, H, free, s, 0, 1, 0, 0b01)
+    CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0)
+    CP.sent(C, H, free, s, 0, r, 0, 500, 0)
+    assert CP.request_psu(C, H, free, s, 0, 1, 0, 0b11) == r  # the waiting one is replaced, queued again
+    assert C[r]["mask"] == 0b11 and C[r]["tries"] == 0 and _rows(C, H, 0, "q_head") == [r]
+    CP.pick(C, H, free, s, T, 0, 1, 10, 0, 0)
+    CP.sent(C, H, free, s, 0, r, 10, 500, 0)
+    assert CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PSU, int(C[r]["req_id"]), 2, 20) == (r, CP.RSP_PSU_DONE)
+    assert CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PSU, int(C[r]["req_id"]), 2, 30)[1] == CP.RSP_UNMATCHED
+    _invariants(*tabs)
+    assert int(s[CP.S_FREE_N]) == 8
+
+
+def test_an_update_waits_while_no_plane_has_a_usable_ev():
+    C, H, free, s = CP.allocate(1, 4, 2)
+    T = _core()
+    T.qp[0]["remote_ports"] = 0b10  # the peer's port 0 is down: plane 0 carries nothing to it
+    CP.request_psu(C, H, free, s, 0, 1, 0, 0b11)
+    assert CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0) == (-1, -1)
+    assert CP.pick(C, H, free, s, T, 0, 1, 0, 0, 0)[1] == 0x100
+
+
+def test_probes_of_an_ev_count_answers_in_a_row_and_stop_when_the_ev_recovers_by_itself():
+    C, H, free, s = tabs = CP.allocate(1, 8, 2)
+    T = _core()
+    T.ev[0, 2]["state"] = D.EV_ASSUMED_BAD
+    r = CP.request_probe(C, H, free, s, T, 0, 1, 0, 2, 0, 100)
+    assert r >= 0 and C[r]["ev"] == 0x100 and C[r]["plane"] == 1 and H[0]["deadline"] == 100
+    assert CP.request_probe(C, H, free, s, T, 0, 1, 0, 2, 5, 100) == CP.NOTHING  # one probe per EV
+    assert CP.request_probe(C, H, free, s, T, 0, 1, 0, 3, 5, 0) == CP.NOTHING  # interval 0: off
+    CP.on_timer(C, H, free, s, T, 0, 100, 7)
+    assert CP.pick(C, H, free, s, T, 0, 0, 100, 0, 0) == (-1, -1)  # only on its own plane
+    assert CP.pick(C, H, free, s, T, 0, 1, 100, 0, 0) == (r, 0x100)
+    CP.sent(C, H, free, s, 0, r, 100, 0, 100)
+    assert CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PROBE, int(C[r]["req_id"]), 3, 150) == (r, CP.RSP_PROBE_COUNTED)
+    assert C[r]["ok"] == 1
+    CP.on_timer(C, H, free, s, T, 0, 200, 7)
+    CP.pick(C, H, free, s, T, 0, 1, 200, 0, 0)
+    CP.sent(C, H, free, s, 0, r, 200, 0, 100)
+    CP.on_timer(C, H, free, s, T, 0, 300, 7)  # no answer this time: the count starts again
+    assert C[r]["ok"] == 0
+    CP.pick(C, H, free, s, T, 0, 1, 300, 0, 0)
+    CP.sent(C, H, free, s, 0, r, 300, 0, 100)
+    T.ev[0, 2]["state"] = D.EV_GOOD  # the core's own probes brought it back
+    assert CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PROBE, int(C[r]["req_id"]), 3, 350)[1] == CP.RSP_PROBE_DONE
+    _invariants(*tabs)
+    assert int(s[CP.S_FREE_N]) == 8
+
+
+def test_answers_go_on_the_request_plane_or_its_twin_when_that_port_is_down():
+    C, H, free, s = CP.allocate(1, 4, 2)
+    T = _core()
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 1, 26, 0x3333)
+    assert C[r]["mask"] == 0b11 and C[r]["echo_ts"] == 0x3333 and C[r]["tc"] == 26
+    assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (-1, -1)  # plane 1 is up: the answer waits for it
+    H[0]["local_ports"] = 0b01
+    assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (r, 0x0023)  # plane field (4 bits at 8) set to 0
+    assert CP.sent(C, H, free, s, 0, r, 0, 0, 0) == CP.K_EVP_RSP and int(s[CP.S_FREE_N]) == 4
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0)
+    assert CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0) == (-1, -1)  # no plane field known: its own plane only
+
+
+def test_an_application_request_is_matched_by_op_peer_and_req_id_and_dropped_at_its_deadline():
+    C, H, free, s = tabs = CP.allocate(1, 4, 2)
+    T = _core()
+    r = CP.request_user(C, H, free, s, 0, 5, CP.EP_PROBE, 7, 0xABC, 1, 0, 26, 1000)
+    assert CP.pick(C, H, free, s, T, 0, 1, 10, 0, 0) == (r, 0xABC)
+    CP.sent(C, H, free, s, 0, r, 10, 0, 0)
+    before = _snapshot(tabs)
+    for peer, op, req_id in ((4, CP.EP_PROBE, 7), (5, CP.EP_PSU, 7), (5, CP.EP_PROBE, 8), (5, 3, 7)):
+        assert CP.on_response(C, H, free, s, T, 0, peer, op, req_id, 2, 20) == (-1, CP.RSP_UNMATCHED)
+    assert _unchanged(before, tabs)  # wrong sender, op or id: nothing changed
+    assert CP.on_response(C, H, free, s, T, 0, 5, CP.EP_PROBE, 7, 2, 30) == (r, CP.RSP_USER)
+    assert C[r]["t_sent"] == 10
+    late = CP.request_user(C, H, free, s, 0, 5, CP.EP_PROBE, 9, 1, 0, 0, 26, 50)
+    assert CP.pick(C, H, free, s, T, 0, 0, 50, 0, 0) == (-1, -1) and C[late]["state"] == CP.R_FREE  # unsent
+    r = CP.request_user(C, H, free, s, 0, 5, CP.EP_PSU, 10, 1, 0, 0b11, 26, 80)
+    CP.pick(C, H, free, s, T, 0, 0, 60, 0, 0)
+    CP.sent(C, H, free, s, 0, r, 60, 0, 0)
+    assert H[0]["deadline"] == 80
+    CP.on_timer(C, H, free, s, T, 0, 80, 7)
+    assert int(s[CP.S_FREE_N]) == 4 and H[0]["deadline"] == NEVER
+    _invariants(*tabs)
+
+
+def test_a_full_table_drops_new_requests_and_says_so():
+    C, H, free, s = tabs = CP.allocate(1, 2, 2)
+    T = _core()
+    assert CP.request_psu(C, H, free, s, 0, 1, 0, 1) >= 0
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0) >= 0
+    before = _snapshot(tabs)
+    assert CP.request_psu(C, H, free, s, 0, 2, 0, 1) == CP.DROPPED
+    assert CP.request_probe(C, H, free, s, T, 0, 1, 0, 0, 0, 100) == CP.DROPPED
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 2, 1, 0, 0, 0) == CP.DROPPED
+    assert CP.request_user(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0, 10) == CP.DROPPED
+    assert _unchanged(before, tabs)
+
+
+@pytest.mark.parametrize("op, mask, port, reason", [
+    (2, 0, 0, CP.BAD_OP), (3, 0, 0, CP.BAD_OP), (CP.EP_PSU, 0b100, 0, CP.BAD_MASK),
+    (CP.EP_PSU, 0xFFFFFFFF, 1, CP.BAD_MASK), (CP.EP_PROBE, 0, 2, CP.BAD_PORT), (CP.EP_PROBE, 0, -1, CP.BAD_PORT),
+    (CP.EP_PSU, 0b11, 0, 0), (CP.EP_PROBE, 0xFFFFFFFF, 1, 0),  # a probe's mask is the sender's news, not ours
+])
+def test_requests_are_checked_before_anything_changes(op, mask, port, reason):
+    tabs = CP.allocate(1, 4, 2)
+    before = _snapshot(tabs)
+    assert CP.check_request(tabs[1], 0, 2, op, mask, port) == reason
+    assert _unchanged(before, tabs)
+    assert CP.check_response(op) == (CP.BAD_OP if op not in (CP.EP_PSU, CP.EP_PROBE) else 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["psu", "probe", "user", "respond", "pick", "timer", "answer"]),
+                          st.integers(0, 3), st.integers(0, 1), st.integers(0, 3)), max_size=60))
+def test_any_sequence_keeps_the_table_consistent_and_bounded(steps):
+    """Rows are never lost or doubled, lists match states, the host deadline is its waiting rows' minimum."""
+    C, H, free, s = tabs = CP.allocate(2, 6, 2)
+    T = _core()
+    now = 0
+    for what, a, b, c in steps:
+        now += 50 * c
+        h = b
+        if what == "psu":
+            CP.request_psu(C, H, free, s, h, a, 0, 1 + b)
+        elif what == "probe":
+            T.ev[0, a]["state"] = D.EV_ASSUMED_BAD
+            CP.request_probe(C, H, free, s, T, h, 1, 0, a, now, 100)
+        elif what == "user":
+            CP.request_user(C, H, free, s, h, a, CP.EP_PROBE if c & 1 else CP.EP_PSU, a, a, b, 0, 0, now + 200)
+        elif what == "respond":
+            CP.respond(C, H, free, s, h, a, CP.EP_PROBE, a, 0x100 * b, b, 0, 0)
+        elif what == "pick":
+            r, _ = CP.pick(C, H, free, s, T, h, a & 1, now, 8, 1)
+            if r >= 0:
+                CP.sent(C, H, free, s, h, r, now, 100, 100)
+        elif what == "timer":
+            CP.on_timer(C, H, free, s, T, h, now, 2)
+        else:
+            CP.on_response(C, H, free, s, T, h, a, CP.EP_PROBE if c & 1 else CP.EP_PSU, a, 2, now)
+        _invariants(*tabs)
+
+
+# ---------------------------------------------------------------- through the library
+
+
+def _request(op, ep_op, *, mask=0, port=0, req_id=1):
+    p = np.zeros(1, dtype=PKT)[0]
+    p["opcode"], p["dqpn"], p["pkey"], p["ep_op"] = int(op), ENDPOINT_QPN, 0xFFFF, ep_op
+    p["req_id"], p["port_status_mask"], p["port"] = req_id, mask, port
+    return p
+
+
+def test_the_library_refuses_hostile_endpoint_requests_without_answering_or_changing_ports(two_devices):
+    env = two_devices
+    conn = env.connect()
+    b = env.b
+    before = (int(b.T.qp[conn.qb.index]["remote_ports"]), b.ctl._ep[2].copy(), int(b.ctl._ep[3][CP.S_FREE_N]))
+    for pkt in (_request(Opcode.MRC_ENDPOINT_REQUEST, 0, mask=0b100), _request(Opcode.MRC_ENDPOINT_REQUEST, 2),
+                _request(Opcode.MRC_ENDPOINT_REQUEST, 1, port=5), _request(Opcode.MRC_ENDPOINT_REQUEST, 0, port=-1 & 0xFF)):
+        b.receive(pkt, b"", now=0, src="A")
+    assert b.ctl.counters["ep_rejected"] == 4
+    assert int(b.T.qp[conn.qb.index]["remote_ports"]) == before[0] and int(b.ctl._ep[3][CP.S_FREE_N]) == before[2]
+    assert [o for o in b.packets_to_send(0) if int(o.pkt["dqpn"]) == ENDPOINT_QPN] == []
+    b.receive(_request(Opcode.MRC_ENDPOINT_RESPONSE, 1, req_id=77), b"", now=0, src="A")  # answers nothing we asked
+    assert b.ctl.counters["ep_unmatched"] == 1
+    b.receive(_request(Opcode.MRC_ENDPOINT_REQUEST, 0, mask=0b01), b"", now=0, src="A")  # a good one applies
+    assert int(b.T.qp[conn.qb.index]["remote_ports"]) == 0b01
+
+
+def test_an_answer_from_another_host_does_not_answer_a_probe(make_two_devices):
+    env = make_two_devices()
+    batch = env.a.ctl.ep_batch_send("EV_PROBE", [EpRequest(9, "B", 1, 0x1234)], now=0, rsp_timeout_ns=1000)
+    (out,) = env.a.packets_to_send(0)
+    env.a.receive(_request(Opcode.MRC_ENDPOINT_RESPONSE, 1, req_id=9), b"", now=10, src="C")
+    assert batch.responses == [] and env.a.ctl.counters["ep_unmatched"] == 1
+    env.a.receive(_request(Opcode.MRC_ENDPOINT_RESPONSE, 1, req_id=9), b"", now=2000, src="B")
+    assert [r.req_id for r in batch.responses] == [9] and batch.responses[0].rtt_ns == 2
+
+
+def test_the_library_refuses_a_batch_larger_than_its_free_rows():
+    dev = Device(ports=2)
+    n = int(dev.ctl._ep[3][CP.S_FREE_N])
+    with pytest.raises(UsageError, match="ENOMEM"):
+        dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(k, "B", 1, k) for k in range(n + 1)], now=0, rsp_timeout_ns=10)
+    with pytest.raises(UsageError, match="interval_ns"):
+        dev.ctl.set_ev_probing(-1)
