@@ -39,7 +39,11 @@ by it.
 It also delivers EV events (transitions to ASSUMED_BAD and GOOD, with drop
 counts; the event queue never overruns: surplus events are counted and the
 count rides on the next delivered event), sends endpoint requests (EV probes
-with their RTT; port status updates) and answers those of peers.
+with their RTT; port status updates, sent again until answered; optionally,
+`Controller.set_ev_probing`, probes of every EV that becomes ASSUMED_BAD) and
+answers those of peers. That endpoint protocol is `mrc.core.ctlproto`, the
+compiled functions the emulator's controllers run too; requests that fail its
+checks are dropped unanswered and counted (``counters["ep_rejected"]``).
 
 Profiles are bound to a QP at RESET -> INIT (`QueuePair.modify("INIT",
 ev_profile_id=..., cc_profile_id=...)`) and released when the QP returns to
