@@ -1,22 +1,16 @@
 """The controller's endpoint protocol: requests a controller sends to its peers' controllers, their answers.
 
 One controller per host (OCP ``mrc_ctl.h``) talks to the controllers of its peers with endpoint
-requests on the reserved QP 2 (ENDPOINT_REQUEST / ENDPOINT_RESPONSE, ERTH / EETH; mrc-public-notes
-2.3, 2.4, 2.7). This module is that protocol once, for the library (`mrc.ctl`, one host row) and
+requests on the reserved QP 2 (ENDPOINT_REQUEST / ENDPOINT_RESPONSE, ERTH / EETH; MRC notes
+2.3, 2.4, 2.7; docs/glossary.md). This module is that protocol once, for the library (`mrc.ctl`, one host row) and
 the emulator (`mrc.emulator.transports.mrcctl`, one host row per host of the fabric). It holds no
 packets, reads no clock and does no I/O: the caller builds and parses packets, keeps time and
 schedules; this module keeps the request table and decides.
 
-Tables (allocated by `allocate`, or by the emulator's setup with the same dtypes):
-
-- ``C`` (`REQ`): request rows. A row is FREE, QUEUED (in its host's FIFO of rows to send) or
-  WAITING (in its host's list of rows waiting for an answer or a timer). Rows come from the free
-  stack ``free``; a full table refuses the new row (`DROPPED`) and the caller counts it: the
-  buffer is bounded, nothing grows.
-- ``H`` (`HOST`): per host, its up ports, the heads of its two lists and its earliest deadline.
-- ``s`` (int64[N_S] at least): scalars; `S_FREE_N` (rows on the free stack), `S_REQ_SEQ` (the next
-  req_id), `S_STAMP` (a stamp the owner may use to visit each peer once). Index 1 is the
-  owner's (the emulator keeps its EV-log count there).
+The tables are `mrc.core.ctltable`'s (its names are re-exported here): ``C`` request rows (`REQ`),
+each FREE, QUEUED in its host's FIFO to send or WAITING for an answer or a timer; ``H`` one row per
+host (`HOST`); ``free`` the free stack; ``s`` the scalars. The table is bounded: a full table
+refuses the new row (`DROPPED`) and the caller counts it.
 
 Kinds of row and what happens to them (MRC: the spec's public text; UET: UET 1.0's; ours: an
 extension, parameters named):
@@ -42,13 +36,16 @@ forged req_id, wrong sender) changes nothing.
 """
 from __future__ import annotations
 
-import numpy as np
 
 from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
+from mrc.core import ctltable as TB
 from mrc.core import evset
+from mrc.core.ctltable import (  # noqa: F401  (the table's names, re-exported for the callers)
+    HOST, N_S, R_FREE, R_QUEUED, R_WAITING, REQ, S_FREE_N, S_REQ_SEQ, S_STAMP, allocate, ready, release,
+)
 from mrc.wire.constants import EndpointOp
 
 # kinds of row
@@ -57,21 +54,10 @@ K_PSU_RSP = 2
 K_EVP_REQ = 3
 K_EVP_RSP = 4
 
-# row states
-R_FREE = 0
-R_QUEUED = 1
-R_WAITING = 2
-
 F_USER = 1  # flags: an application's request (`request_user`)
 
 EP_PSU = int(EndpointOp.PORT_STATUS_UPDATE)
 EP_PROBE = int(EndpointOp.EV_PROBE)
-
-# scalars
-S_FREE_N = 0
-S_REQ_SEQ = 2
-S_STAMP = 3
-N_S = 4
 
 # results of the request functions
 DROPPED = -1  # the table is full: nothing queued (the caller counts it)
@@ -81,8 +67,6 @@ NOTHING = -2  # already pending: nothing new
 BAD_OP = 1
 BAD_MASK = 2
 BAD_PORT = 3
-REJECT_REASONS = {BAD_OP: "unknown endpoint op", BAD_MASK: "port_status_mask names ports the host does not have",
-                  BAD_PORT: "port outside the host's ports"}
 
 # `on_response` outcomes
 RSP_UNMATCHED = 0  # late, duplicate or forged: nothing changed
@@ -91,150 +75,6 @@ RSP_PROBE_COUNTED = 2  # an EV probe answered; the EV is still probed
 RSP_PROBE_DONE = 3  # answered; the EV left ASSUMED_BAD by itself (or its QP left RTS): probing stops
 RSP_RESTORED = 4  # answered; enough answers in a row: the EV went back to GOOD
 RSP_USER = 5  # an application's request answered (its row's t_sent gives the RTT)
-
-REQ = np.dtype([
-    ("t_sent", np.int64),
-    ("deadline", np.int64),
-    ("ev", np.int64),
-    ("next", np.int32),  # next row in its host's FIFO or waiting list (-1)
-    ("host", np.int32),  # the controller that owns the row
-    ("peer", np.int32),  # the other host
-    ("qp", np.int32),  # PSU: a QP with the peer (its EVs carry the update); EV probe: the QP whose EV it is
-    ("slot", np.int32),  # EV probe: the EV's slot in that QP
-    ("req_id", np.int32),
-    ("mask", np.int32),  # port_status_mask
-    ("tries", np.int16),
-    ("ok", np.int16),  # EV probe: answers in a row
-    ("echo_ts", np.uint16),  # answer: the request's tx_timestamp, reflected
-    ("kind", np.int8),
-    ("state", np.int8),
-    ("plane", np.int8),
-    ("answered", np.int8),
-    ("flags", np.int8),
-    ("tc", np.int8),  # DSCP of an application's request; an answer reflects the request's
-], align=True)
-
-HOST = np.dtype([
-    ("deadline", np.int64),  # earliest deadline of its waiting rows (D.NO_DEADLINE: none)
-    ("local_ports", np.int32),  # bit p: NIC port p up
-    ("q_head", np.int32),
-    ("q_tail", np.int32),
-    ("w_head", np.int32),
-    ("seen", np.int32),  # the owner's stamp (S_STAMP): a peer visited once per port change
-], align=True)
-
-
-def allocate(n_hosts: int, capacity: int, n_ports: int):
-    """Empty tables: (C, H, free, s), every host with its `n_ports` ports up."""
-    H = np.zeros(n_hosts, HOST)
-    H["deadline"] = D.NO_DEADLINE
-    H["local_ports"] = (1 << n_ports) - 1
-    H["q_head"] = H["q_tail"] = H["w_head"] = -1
-    C = np.zeros(capacity, REQ)
-    C["next"] = -1
-    free = np.arange(capacity - 1, -1, -1, dtype=np.int32)
-    s = np.zeros(N_S, np.int64)
-    s[S_FREE_N] = capacity
-    return C, H, free, s
-
-
-# ---------------------------------------------------------------- the bounded request table
-
-
-@njit_core
-def _alloc(C, free, s):
-    n = s[S_FREE_N]
-    if n <= 0:
-        return -1
-    s[S_FREE_N] = n - 1
-    r = free[n - 1]
-    C[r]["next"] = -1
-    C[r]["tries"] = 0
-    C[r]["ok"] = 0
-    C[r]["answered"] = 0
-    C[r]["flags"] = 0
-    return r
-
-
-@njit_core
-def release(C, free, s, r):
-    """Row r back to the free stack (its fields stay readable until it is allocated again)."""
-    C[r]["state"] = R_FREE
-    n = s[S_FREE_N]
-    free[n] = r
-    s[S_FREE_N] = n + 1
-
-
-@njit_core
-def _enqueue(C, H, h, r):
-    C[r]["state"] = R_QUEUED
-    C[r]["next"] = -1
-    if H[h]["q_head"] < 0:
-        H[h]["q_head"] = r
-    else:
-        C[H[h]["q_tail"]]["next"] = r
-    H[h]["q_tail"] = r
-
-
-@njit_core
-def _unlink_queued(C, H, h, r, prev):
-    nxt = C[r]["next"]
-    if prev < 0:
-        H[h]["q_head"] = nxt
-    else:
-        C[prev]["next"] = nxt
-    if H[h]["q_tail"] == r:
-        H[h]["q_tail"] = prev
-
-
-@njit_core
-def _wait(C, H, h, r, deadline):
-    C[r]["state"] = R_WAITING
-    C[r]["deadline"] = deadline
-    C[r]["next"] = H[h]["w_head"]
-    H[h]["w_head"] = r
-    if deadline < H[h]["deadline"]:
-        H[h]["deadline"] = deadline
-
-
-@njit_core
-def _unlink_waiting(C, H, h, r):
-    prev = -1
-    k = H[h]["w_head"]
-    while k >= 0:
-        if k == r:
-            if prev < 0:
-                H[h]["w_head"] = C[k]["next"]
-            else:
-                C[prev]["next"] = C[k]["next"]
-            return
-        prev = k
-        k = C[k]["next"]
-
-
-@njit_core
-def _recompute_deadline(C, H, h):
-    d = i64(D.NO_DEADLINE)
-    k = H[h]["w_head"]
-    while k >= 0:
-        if C[k]["deadline"] < d:
-            d = C[k]["deadline"]
-        k = C[k]["next"]
-    H[h]["deadline"] = d
-
-
-@njit_core(inline="always")
-def ready(H, h):
-    """Host h has a row queued to send."""
-    return H[h]["q_head"] >= 0
-
-
-@njit_core
-def _next_req_id(s):
-    v = s[S_REQ_SEQ] & 0xFFFF
-    s[S_REQ_SEQ] += 1
-    return v
-
 
 # ---------------------------------------------------------------- events in: what the controller is asked to send
 
@@ -255,14 +95,14 @@ def request_psu(C, H, free, s, h, d, qp, mask):
     k = H[h]["w_head"]
     while k >= 0:
         if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d and C[k]["flags"] == 0:
-            _unlink_waiting(C, H, h, k)
-            _recompute_deadline(C, H, h)
+            TB.unlink_waiting(C, H, h, k)
+            TB.recompute_deadline(C, H, h)
             C[k]["mask"] = mask
             C[k]["tries"] = 0
-            _enqueue(C, H, h, k)
+            TB.enqueue(C, H, h, k)
             return i64(k)
         k = C[k]["next"]
-    r = i64(_alloc(C, free, s))
+    r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
     C[r]["kind"] = K_PSU_REQ
@@ -270,8 +110,8 @@ def request_psu(C, H, free, s, h, d, qp, mask):
     C[r]["peer"] = d
     C[r]["qp"] = qp
     C[r]["mask"] = mask
-    C[r]["req_id"] = _next_req_id(s)
-    _enqueue(C, H, h, r)
+    C[r]["req_id"] = TB.next_req_id(s)
+    TB.enqueue(C, H, h, r)
     return r
 
 
@@ -293,7 +133,7 @@ def request_probe(C, H, free, s, core, h, d, qp, slot, now, interval):
         if C[k]["kind"] == K_EVP_REQ and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
             return NOTHING
         k = C[k]["next"]
-    r = i64(_alloc(C, free, s))
+    r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
     e = core.ev[core.qp[qp]["ev_row"], slot]
@@ -304,9 +144,9 @@ def request_probe(C, H, free, s, core, h, d, qp, slot, now, interval):
     C[r]["slot"] = slot
     C[r]["ev"] = i64(e["ev"])
     C[r]["plane"] = e["plane"]
-    C[r]["req_id"] = _next_req_id(s)
+    C[r]["req_id"] = TB.next_req_id(s)
     C[r]["answered"] = 1  # nothing sent yet: no answer is missing
-    _wait(C, H, h, r, now + interval)
+    TB.wait(C, H, h, r, now + interval)
     return r
 
 
@@ -314,7 +154,7 @@ def request_probe(C, H, free, s, core, h, d, qp, slot, now, interval):
 def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline):
     """An application's endpoint request (``mrc_ctl.h`` endpoint batch; MRC notes 2.4, 2.7): `op` to
     peer d with `req_id`, on EV `ev` of port `plane`, dropped at `deadline`. DROPPED when full."""
-    r = i64(_alloc(C, free, s))
+    r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
     C[r]["kind"] = K_PSU_REQ if op == EP_PSU else K_EVP_REQ
@@ -329,7 +169,7 @@ def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline)
     C[r]["req_id"] = req_id
     C[r]["tc"] = tc
     C[r]["deadline"] = deadline
-    _enqueue(C, H, h, r)
+    TB.enqueue(C, H, h, r)
     return r
 
 
@@ -351,7 +191,7 @@ def check_request(H, h, n_ports, op, mask, port):
 def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts):
     """Queue host h's answer to peer src's request (MRC notes 2.4: op, req_id and timestamp echoed;
     the answer carries h's ports). Validate first (`check_request`). Returns the row or DROPPED."""
-    r = i64(_alloc(C, free, s))
+    r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
     C[r]["kind"] = K_PSU_RSP if op == EP_PSU else K_EVP_RSP
@@ -364,7 +204,7 @@ def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts):
     C[r]["mask"] = H[h]["local_ports"]
     C[r]["tc"] = tc
     C[r]["echo_ts"] = echo_ts
-    _enqueue(C, H, h, r)
+    TB.enqueue(C, H, h, r)
     return r
 
 
@@ -405,8 +245,8 @@ def pick(C, H, free, s, core, h, plane, now, ev_plane_shift, ev_plane_width):
         if C[r]["flags"] & F_USER:
             if C[r]["deadline"] <= now:
                 nxt = C[r]["next"]
-                _unlink_queued(C, H, h, r, prev)
-                release(C, free, s, r)
+                TB.unlink_queued(C, H, h, r, prev)
+                TB.release(C, free, s, r)
                 r = nxt
                 continue
             if C[r]["plane"] == plane:
@@ -427,7 +267,7 @@ def pick(C, H, free, s, core, h, plane, now, ev_plane_shift, ev_plane_width):
         r = C[r]["next"]
     if r < 0:
         return -1, i64(-1)
-    _unlink_queued(C, H, h, r, prev)
+    TB.unlink_queued(C, H, h, r, prev)
     return i64(r), ev
 
 
@@ -438,17 +278,17 @@ def sent(C, H, free, s, h, r, now, timeout, interval):
     kind = C[r]["kind"]
     if C[r]["flags"] & F_USER:
         C[r]["t_sent"] = now
-        _wait(C, H, h, r, C[r]["deadline"])
+        TB.wait(C, H, h, r, C[r]["deadline"])
     elif kind == K_PSU_REQ:
         C[r]["tries"] += 1
         C[r]["t_sent"] = now
-        _wait(C, H, h, r, now + timeout)
+        TB.wait(C, H, h, r, now + timeout)
     elif kind == K_EVP_REQ:
         C[r]["t_sent"] = now
         C[r]["answered"] = 0
-        _wait(C, H, h, r, now + interval)
+        TB.wait(C, H, h, r, now + interval)
     else:
-        release(C, free, s, r)
+        TB.release(C, free, s, r)
     return kind
 
 
@@ -482,9 +322,9 @@ def on_response(C, H, free, s, core, h, src, op, req_id, successes, now):
     if r < 0:
         return -1, RSP_UNMATCHED
     if C[r]["flags"] & F_USER or want == K_PSU_REQ:
-        _unlink_waiting(C, H, h, r)
-        release(C, free, s, r)
-        _recompute_deadline(C, H, h)
+        TB.unlink_waiting(C, H, h, r)
+        TB.release(C, free, s, r)
+        TB.recompute_deadline(C, H, h)
         return i64(r), (RSP_USER if C[r]["flags"] & F_USER else RSP_PSU_DONE)
     if C[r]["answered"] == 0:
         C[r]["answered"] = 1
@@ -498,9 +338,9 @@ def on_response(C, H, free, s, core, h, src, op, req_id, successes, now):
         evset.ev_input(core, qp, slot, D.EVI_CTL_GOOD, now)
         out = RSP_RESTORED
     if out != RSP_PROBE_COUNTED:
-        _unlink_waiting(C, H, h, r)
-        release(C, free, s, r)
-        _recompute_deadline(C, H, h)
+        TB.unlink_waiting(C, H, h, r)
+        TB.release(C, free, s, r)
+        TB.recompute_deadline(C, H, h)
     return i64(r), out
 
 
@@ -513,20 +353,20 @@ def on_timer(C, H, free, s, core, h, now, retries):
     while r >= 0:
         nxt = C[r]["next"]
         if C[r]["deadline"] <= now:
-            _unlink_waiting(C, H, h, r)
+            TB.unlink_waiting(C, H, h, r)
             if C[r]["flags"] & F_USER:
-                release(C, free, s, r)
+                TB.release(C, free, s, r)
             elif C[r]["kind"] == K_PSU_REQ:
                 if C[r]["tries"] > retries:
-                    release(C, free, s, r)
+                    TB.release(C, free, s, r)
                 else:
-                    _enqueue(C, H, h, r)
+                    TB.enqueue(C, H, h, r)
             else:
                 if _probe_over(core, C[r]["qp"], C[r]["slot"]):
-                    release(C, free, s, r)
+                    TB.release(C, free, s, r)
                 else:
                     if C[r]["answered"] == 0:
                         C[r]["ok"] = 0
-                    _enqueue(C, H, h, r)
+                    TB.enqueue(C, H, h, r)
         r = nxt
-    _recompute_deadline(C, H, h)
+    TB.recompute_deadline(C, H, h)
