@@ -11,7 +11,7 @@ import collections
 
 import numpy as np
 
-from mrc.api_types import AsyncEvent, OutPacket
+from mrc.api.types import AsyncEvent, OutPacket
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum
