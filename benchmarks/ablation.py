@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import re
 import sys
 import time
 
 import numpy as np
 
+import docblocks  # benchmarks/docblocks.py
 from mrc.emulator.sweeps.stats import fmt as sfmt
 from mrc.emulator.sweeps.stats import median_ci, metric_values
 
@@ -90,11 +90,8 @@ def ablate(name: str, seeds: str, runs: pathlib.Path, client) -> str:
 
 
 def fill_doc(page: pathlib.Path, text: str) -> None:
-    src = page.read_text()
-    pat = re.compile(r"(<!-- ablation-tables -->\n).*?(<!-- /ablation-tables -->)", re.S)
-    if not pat.search(src):
-        raise SystemExit(f"{page}: no <!-- ablation-tables --> ... <!-- /ablation-tables --> block")
-    page.write_text(pat.sub(lambda m: m.group(1) + text + "\n" + m.group(2), src))
+    """Put the tables into `page`'s ``<!-- ablation-tables -->`` block (`docblocks`)."""
+    docblocks.fill(page, {"ablation-tables": text})
 
 
 def main(argv=None) -> int:

@@ -3,9 +3,9 @@
 Three views of the same work (rates are per CPU-second of this process, best of
 `--repeat` runs, so other load on a shared machine does not count):
 
-1. the Python harness (`mrc.harness.Pair`): Python drives the compiled core one
+1. the Python harness (`mrc.testing.harness.Pair`): Python drives the compiled core one
    call at a time, as the tests do. This is the Python loop's cost, not the core's;
-2. the compiled network (`mrc.memnet`): many QP pairs in one `CoreTables`, driven
+2. the compiled network (`mrc.testing.memnet`): many QP pairs in one `CoreTables`, driven
    by a compiled event loop (heap of arrivals and timers, pooled packets), the
    shape of the emulator's inner loop;
 3. the core's own operations, timed in compiled loops without any network: build
@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from mrc import memnet
+from mrc.testing import memnet
 from mrc._jit import njit
 from mrc.core import dispatch, dtypes as D, qp as core_qp, setup
-from mrc.harness import Network, Pair, PathFault
+from mrc.testing.harness import Network, Pair, PathFault
 from mrc.units import US
 from mrc.wire.records import PKT
 
@@ -145,13 +145,13 @@ def main(argv=None) -> None:
     print(f"(compiled code loaded or compiled in {time.time() - t:.1f} s)\n")
 
     py_bytes = min(nbytes, 8 << 20)
-    print(f"1. Python harness (mrc.harness.Pair), one pair, {py_bytes >> 20} MiB, 4 planes x 32 EVs, 400 Gb/s link")
+    print(f"1. Python harness (mrc.testing.harness.Pair), one pair, {py_bytes >> 20} MiB, 4 planes x 32 EVs, 400 Gb/s link")
     print(f"   {'scenario':10s} {'data pkts/s':>12s} {'packets':>9s} {'rtx':>7s}")
     for name, fault in SCENARIOS:
         rate, pkts, rtx = python_harness(py_bytes, args.repeat, fault)
         print(f"   {name:10s} {rate:12,.0f} {pkts:9d} {rtx:7d}")
 
-    print(f"\n2. compiled network (mrc.memnet), {args.mbytes} MiB per pair, 1 MiB messages, 4 planes x 32 EVs")
+    print(f"\n2. compiled network (mrc.testing.memnet), {args.mbytes} MiB per pair, 1 MiB messages, 4 planes x 32 EVs")
     print(f"   {'pairs':>5s} {'scenario':10s} {'data pkts/s':>12s} {'core calls/s':>13s} {'rtx':>7s} {'SACKs':>8s}")
     for pairs in (1, args.pairs):
         for name, fault in SCENARIOS:

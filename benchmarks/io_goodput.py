@@ -35,7 +35,7 @@ def categorise(filename: str, name: str) -> str:
     f = filename.replace("\\", "/")
     if "/mrc/wire/" in f or f.endswith("mrc/io/codec.py"):
         return "codec"
-    if "/mrc/core/" in f or "/mrc/ctl/" in f or f.endswith(("mrc/api.py", "mrc/ev_fields.py")):
+    if "/mrc/core/" in f or "/mrc/ctl/" in f or f.endswith(("mrc/api/device.py", "mrc/ctl/ev_fields.py")):
         return "core"
     if name.startswith("<method 'sendto'") or name.startswith("<method 'recvmsg'") or "_socket.socket" in name:
         return "socket"

@@ -28,13 +28,13 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
 import sys
 import time
 
 import numpy as np
 
 import ablation as _ablation  # benchmarks/ablation.py: the extensions and "MRC as specified"
+import docblocks  # benchmarks/docblocks.py
 from mrc.emulator import results as R
 from mrc.emulator import scenario
 from mrc.emulator import scenarios as lib
@@ -524,13 +524,7 @@ def earlier_heads(path: pathlib.Path, skip) -> dict:
 
 def fill_doc(page: pathlib.Path, tables: dict) -> None:
     """Replace each ``<!-- table N -->`` ... ``<!-- /table N -->`` block of `page` by experiment N's tables."""
-    text = page.read_text()
-    for n, body in tables.items():
-        pat = re.compile(rf"<!-- table {n} -->.*?<!-- /table {n} -->", re.S)
-        if not pat.search(text):
-            raise SystemExit(f"--doc {page}: no '<!-- table {n} -->' ... '<!-- /table {n} -->' block")
-        text = pat.sub(lambda _m: f"<!-- table {n} -->\n{body}\n<!-- /table {n} -->", text)
-    page.write_text(text)
+    docblocks.fill(page, {f"table {n}": body for n, body in tables.items()})
 
 
 EXPERIMENTS = {1: exp1, 2: exp2, 3: exp3, 4: exp4, 5: exp5, 6: exp6, 7: exp7, 8: exp8}

@@ -24,7 +24,7 @@ from mrc.api import Access, Device, QpCap, WcOpcode
 from mrc.ctl import CC_NS_KEYS, EvState
 from mrc.ctl.types import EpRequest
 from mrc.errors import UsageError
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET
 from mrc.wire.codec import decode, encode
 from mrc.wire.constants import ROCEV2_UDP_PORT

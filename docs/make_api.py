@@ -21,7 +21,7 @@ import inspect
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODULES = ["mrc.api", "mrc.ctl", "mrc.simnet", "mrc.io", "mrc.wire", "mrc.wire.layers"]
+MODULES = ["mrc.api", "mrc.ctl", "mrc.testing.simnet", "mrc.io", "mrc.wire", "mrc.wire.layers"]
 
 
 def _public(mod) -> list[str]:

@@ -32,7 +32,7 @@ from mrc.emulator import flows as FL
 from mrc.emulator import state as ST
 from mrc.emulator.forward import forward
 from mrc.emulator.pool import RESERVE, free, trace
-from mrc.cachelines import prefetch
+from mrc.core.cachelines import prefetch
 from mrc.emulator.port import drop, pipe_pop, receive, start_next, tx_done
 from mrc.emulator.sched import peek, pop, schedule
 from mrc.emulator.transports import dispatch as TP

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.cachelines import aligned_zeros, prefetch_line
+from mrc.core.cachelines import aligned_zeros, prefetch_line
 from mrc.emulator._jit import njit
 
 HEAP = np.dtype([("t", np.int64), ("s", np.int64), ("e", np.int64)], align=True)  # a timer-heap entry

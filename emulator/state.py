@@ -36,11 +36,14 @@ from collections import namedtuple
 
 import numpy as np
 
-from mrc.cachelines import aligned_zeros
+from mrc.core.cachelines import aligned_zeros
 from mrc.emulator import events as EVT
 from mrc.wire.records import PKT
 
-NEVER = np.int64(2**62)  # "no deadline" / "not yet"
+# The engine's "never" (no deadline, not yet happened): 2^62 ps, not int64's maximum, so that adding a delay to it
+# cannot overflow. The core's "no timer armed" is `mrc.core.dtypes.NO_DEADLINE` (int64 max); the MRC glue maps
+# it onto this one (`transports.mrcqp.next_deadline`).
+NEVER = np.int64(2**62)
 
 # ---------------------------------------------------------------- packets
 

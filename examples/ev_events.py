@@ -5,7 +5,7 @@ to GOOD (a second event). Then an EV probe sent by hand measures one path's RTT
 
 from mrc.api import Device, connect
 from mrc.ctl import EpRequest, EvState
-from mrc.simnet import SimNet
+from mrc.testing.simnet import SimNet
 from mrc.units import US
 
 a, b = Device("a", seed=1), Device("b", seed=2)

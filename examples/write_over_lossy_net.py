@@ -3,7 +3,7 @@ in-memory network that loses 5 % of packets and reorders them (docs/library.md, 
 import numpy as np
 
 from mrc.api import Device, connect
-from mrc.simnet import SimNet
+from mrc.testing.simnet import SimNet
 from mrc.units import US
 
 a, b = Device("a"), Device("b")                     # two NICs, 2 ports (planes) each

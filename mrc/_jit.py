@@ -14,7 +14,7 @@ numba wraps every call that passes the state tables in NRT incref/decref
 calls, one pair per array: that cost about ten times the core's own work per
 packet (``benchmarks/core_harness.py`` has the figures). A function compiled
 this way cannot allocate arrays; numba refuses to compile one that tries.
-Code that does allocate (the emulator's loops, `mrc.memnet`) uses ``njit``
+Code that does allocate (the emulator's loops, `mrc.testing.memnet`) uses ``njit``
 and calls core functions as usual.
 
 Cache keyed by the sources. numba checks a cached function against its own

@@ -1,4 +1,4 @@
-"""The API reference: every public name of mrc.api, mrc.ctl, mrc.simnet, mrc.io, mrc.wire and
+"""The API reference: every public name of mrc.api, mrc.ctl, mrc.testing.simnet, mrc.io, mrc.wire and
 mrc.wire.layers has a docstring, and docs/api.md is what docs/make_api.py renders from them."""
 from __future__ import annotations
 
@@ -29,13 +29,13 @@ def test_api_reference_page_is_current():
 
 def test_a_public_name_without_a_docstring_is_reported(monkeypatch):
     mod = _make_api()
-    import mrc.simnet
+    import mrc.testing.simnet
 
     def undocumented():
         pass
 
-    monkeypatch.setattr(mrc.simnet, "undocumented", undocumented, raising=False)
-    monkeypatch.setattr(mrc.simnet, "__all__", [*mrc.simnet.__all__, "undocumented"])
-    assert mod.missing() == ["mrc.simnet.undocumented"]
-    monkeypatch.setattr(mrc.simnet.SimNet.pump, "__doc__", None)
-    assert "mrc.simnet.SimNet.pump" in mod.missing()
+    monkeypatch.setattr(mrc.testing.simnet, "undocumented", undocumented, raising=False)
+    monkeypatch.setattr(mrc.testing.simnet, "__all__", [*mrc.testing.simnet.__all__, "undocumented"])
+    assert mod.missing() == ["mrc.testing.simnet.undocumented"]
+    monkeypatch.setattr(mrc.testing.simnet.SimNet.pump, "__doc__", None)
+    assert "mrc.testing.simnet.SimNet.pump" in mod.missing()

@@ -1,4 +1,4 @@
-"""Two `mrc.api.Device`s on the library's in-memory multi-plane network (`mrc.simnet.SimNet`),
+"""Two `mrc.api.Device`s on the library's in-memory multi-plane network (`mrc.testing.simnet.SimNet`),
 with explicit EV profiles, for the API and controller tests."""
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pytest
 
 from mrc.api import Device, QpCap
-from mrc.ev_fields import EvField
-from mrc.simnet import SimNet
+from mrc.ctl.ev_fields import EvField
+from mrc.testing.simnet import SimNet
 from mrc.units import US
 
 def explicit_evs(side: int, count: int) -> list[int]:

@@ -41,7 +41,7 @@ from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
-from mrc.cachelines import prefetch, prefetch_lines
+from mrc.core.cachelines import prefetch, prefetch_lines
 from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
 
 MP = np.dtype([

@@ -128,6 +128,9 @@ MPR_UNIT = 128
 # bounds; `requester` keeps sq_psn - una_psn below MPR x 128). A packet whose PSN lies further than
 # this from a QP's window cannot come from its peer: it is counted (``rx_oow``) and dropped.
 MAX_PSN_SPAN = 255 * MPR_UNIT
+# "No timer armed": what the core's `next_deadline` returns for a QP with nothing to wait for. (The emulator's
+# clock has its own "never", `emulator.state.NEVER` = 2^62, which leaves room to add delays to it; its
+# transports map this value onto that one where the core meets the engine.)
 NO_DEADLINE = np.iinfo(np.int64).max
 MAX_PLANES = 8
 
@@ -136,7 +139,7 @@ def _line_grouped(groups):
     ``[(name, [(field, type[, shape]), ...]), ...]``. Inside a group fields sit in the order given,
     each at its natural alignment; the row is padded to whole lines. Returns the dtype and
     ``{group: (first line, lines)}``, so code that knows which group it is about to touch can
-    ask for those lines only (`mrc.cachelines.prefetch_lines`)."""
+    ask for those lines only (`mrc.core.cachelines.prefetch_lines`)."""
     names, formats, offsets, lines = [], [], [], {}
     pos = 0
     for group, fields in groups:

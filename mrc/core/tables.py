@@ -20,7 +20,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from mrc.cachelines import aligned_zeros
+from mrc.core.cachelines import aligned_zeros
 from mrc.core import dtypes as D
 from mrc.errors import ConfigError
 from mrc.wire.records import PKT

@@ -8,7 +8,7 @@ clears the profile's configuration):
   MODE; to ONLINE: MODIFY_FIELDS (which the same call as INIT -> OFFLINE may
   carry, as the OCP examples do). Refused while ONLINE EV profiles use it.
 - EV profiles: mode AUTO / EXP / GEN, format, ``ev_count``,
-  ``ev_min_active``, event mask, fields (`mrc.ev_fields.EvField`) and the
+  ``ev_min_active``, event mask, fields (`mrc.ctl.ev_fields.EvField`) and the
   EV array. To OFFLINE: MODE, COUNT (and FMT_ID and fields unless AUTO); to
   ONLINE: MIN_ACTIVE, EVENT_MASK, and for EXP every entry populated by
   REPLACE_EV. While ONLINE only STATE, EVENT_MASK and the EV operations
@@ -63,7 +63,7 @@ from mrc.ctl.types import (
     AUTO_EV_COUNT, CC_ALGORITHMS, CC_NS_KEYS, EV_MAX_BYTES, CcProfile, EpBatch, EpRequest, EpResponse, EvEvent,
     EvEventQueue, EvFormatProfile, EvOpEntry, EvProfile, EvProfileMode, EvState, ProfileState,
 )
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 
 __all__ = ["Controller", "AUTO_EV_COUNT", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX_BYTES", "CcProfile", "EpBatch", "EpRequest",
            "EpResponse", "EvEvent", "EvEventQueue", "EvField", "EvFormatProfile", "EvOpEntry", "EvProfile",

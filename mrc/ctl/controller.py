@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from mrc import ev_fields
+from mrc.ctl import ev_fields
 from mrc.core import dtypes as D, setup
 from mrc.ctl.endpoint import EndpointMixin
 from mrc.ctl.evops import EvOpsMixin
@@ -17,7 +17,7 @@ from mrc.ctl.types import (
     parse_enum,
 )
 from mrc.errors import ConfigError, UsageError
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 from mrc.wire.constants import EvMode
 
 

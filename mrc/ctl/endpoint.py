@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.api_types import AsyncEvent, OutPacket
+from mrc.api.types import AsyncEvent, OutPacket
 from mrc.core import ctlproto as CP, dispatch
 from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl.types import EpBatch, EpRequest, EpResponse, parse_enum

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc import ev_fields
+from mrc.ctl import ev_fields
 from mrc.core import dtypes as D, evset
 from mrc.ctl.types import EvEvent, EvEventQueue, EvOpEntry, EvProfile, EvProfileMode, EvState, ProfileState, parse_enum
 from mrc.errors import ConfigError, UsageError

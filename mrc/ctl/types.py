@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrc.errors import UsageError
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 from mrc.wire.constants import EndpointOp, EvMode
 
 class ProfileState(enum.IntEnum):

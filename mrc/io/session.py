@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from mrc.api import Device
 from mrc.errors import UsageError
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 
 EV_PROFILE = 1
 CC_PROFILE = 1

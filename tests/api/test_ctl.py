@@ -8,7 +8,7 @@ import pytest
 from mrc.api import Device
 from mrc.ctl import EpRequest, EvState
 from mrc.errors import ConfigError, UsageError
-from mrc.ev_fields import EvField
+from mrc.ctl.ev_fields import EvField
 from mrc.units import US
 
 from tests.twodevices import RTR, RTS, Conn, explicit_evs
@@ -555,7 +555,7 @@ def test_ev_expansion_generated_profiles_through_the_controller():
 
 
 def ev_fields_split(raw, fields):
-    from mrc.ev_fields import split_raw
+    from mrc.ctl.ev_fields import split_raw
 
     return split_raw(raw, 32, fields)
 

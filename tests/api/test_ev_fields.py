@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrc.errors import ConfigError
-from mrc.ev_fields import EvField, check_fields, check_format, expand, generate, in_range, join_raw, split_raw
+from mrc.ctl.ev_fields import EvField, check_fields, check_format, expand, generate, in_range, join_raw, split_raw
 from mrc.wire.constants import EvMode
 
 from tests.core.naive import ev_expand as naive_expand

@@ -5,7 +5,7 @@ import pytest
 
 from mrc.core import dispatch, dtypes as D
 from mrc.core.setup import fixed_window_profile
-from mrc.harness import InvariantError, Network, Pair, PathFault
+from mrc.testing.harness import InvariantError, Network, Pair, PathFault
 from mrc.units import NS, US
 
 MTU = 4096

@@ -1,7 +1,7 @@
-"""The compiled in-memory network (`mrc.memnet`): many QP pairs driven from compiled code."""
+"""The compiled in-memory network (`mrc.testing.memnet`): many QP pairs driven from compiled code."""
 from __future__ import annotations
 
-from mrc import memnet
+from mrc.testing import memnet
 from mrc.core import dtypes as D
 from mrc.errors import ConfigError
 

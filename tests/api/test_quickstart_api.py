@@ -1,5 +1,5 @@
 """The helpers a programmer meets first (docs/library.md): one-call profiles and connections, the
-in-memory network `mrc.simnet.SimNet`, and reprs that say what an object is."""
+in-memory network `mrc.testing.simnet.SimNet`, and reprs that say what an object is."""
 from __future__ import annotations
 
 import re
@@ -11,7 +11,7 @@ from mrc.api import Device, connect
 from mrc.core.setup import QP_DEFAULTS
 from mrc.ctl import EpResponse, EvEvent, EvState
 from mrc.errors import UsageError
-from mrc.simnet import SimNet
+from mrc.testing.simnet import SimNet
 from mrc.units import US
 
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mrc.api import OutPacket
 from mrc.core import dtypes as D
-from mrc.simnet import Sent
+from mrc.testing.simnet import Sent
 from mrc.wire.constants import NackReason, Opcode
 from mrc.wire.records import PKT
 

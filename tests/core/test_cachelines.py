@@ -6,7 +6,7 @@ import re
 import numpy as np
 from numba import njit
 
-from mrc.cachelines import aligned_zeros, prefetch, prefetch_line, prefetch_lines
+from mrc.core.cachelines import aligned_zeros, prefetch, prefetch_line, prefetch_lines
 from mrc.core import dispatch, dtypes as D, requester, tables
 
 

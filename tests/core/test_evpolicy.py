@@ -8,7 +8,7 @@ import pytest
 
 from mrc.core import dispatch, dtypes as D, evpolicy, evset, setup
 from mrc.errors import ConfigError
-from mrc.harness import Network, Pair, PathFault
+from mrc.testing.harness import Network, Pair, PathFault
 from mrc.units import US
 
 MTU = 4096

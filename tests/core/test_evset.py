@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from mrc.core import dtypes as D, evset
-from mrc.harness import Pair
+from mrc.testing.harness import Pair
 
 MTU = 4096
 G, S, B, X = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED

@@ -5,7 +5,7 @@ import pytest
 
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import fixed_window_profile
-from mrc.harness import Pair
+from mrc.testing.harness import Pair
 from mrc.units import US
 from mrc.wire.constants import NackReason, Opcode
 

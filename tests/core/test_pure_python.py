@@ -51,7 +51,7 @@ def test_core_tests_pass_without_jit_with_every_stateful_example():
 def digest() -> str:
     """SHA-256 of every packet of a lossy, reordering, trimming, marking, duplicating run, and the end state."""
     from mrc.core import dtypes as D
-    from mrc.harness import Network, Pair, PathFault
+    from mrc.testing.harness import Network, Pair, PathFault
     from mrc.units import NS
 
     net = Network(jitter_ps=900 * NS, default=PathFault(loss=0.03, trim=0.05, ecn=0.1, dup=0.03))

@@ -6,7 +6,7 @@ import pytest
 
 from mrc.core import dispatch, dtypes as D
 from mrc.core.psn import psn_add
-from mrc.harness import Pair
+from mrc.testing.harness import Pair
 from mrc.wire.constants import Opcode
 
 MTU = 4096

@@ -6,7 +6,7 @@ import pytest
 
 from mrc.core import dispatch, dtypes as D
 from mrc.core.setup import fixed_window_profile
-from mrc.harness import Network, Pair, PathFault
+from mrc.testing.harness import Network, Pair, PathFault
 from mrc.units import US
 from mrc.wire.constants import NackReason, Opcode, SackM
 
@@ -353,7 +353,7 @@ def test_without_trim_nacks_a_trimmed_header_is_only_counted_and_loss_detection_
 def test_half_qps_answer_and_use_reverse_probes():
     """A send-only QP (no RX row) and a receive-only QP (no TX row), as the emulator allocates them:
     the receiver's reverse-EV probes are answered by the sender and refresh its reverse EVs."""
-    from mrc.harness import Network, Pair
+    from mrc.testing.harness import Network, Pair
 
     pair = Pair(n_planes=2, evs_per_plane=8, network=Network(rate_bps=100 * 10**9))
     pair.T.qp[0]["rx_row"] = -1

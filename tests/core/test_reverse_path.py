@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from mrc.core import dtypes as D
-from mrc.harness import Network, Pair, PathFault
+from mrc.testing.harness import Network, Pair, PathFault
 from mrc.units import US
 from mrc.wire.constants import Opcode
 

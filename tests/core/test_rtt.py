@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from mrc.core import dispatch, dtypes as D, evset
 from mrc.core.setup import fixed_window_profile, nscc_profile
-from mrc.harness import Network, Pair
+from mrc.testing.harness import Network, Pair
 from mrc.units import MS, US
 from mrc.wire.constants import NackReason, Opcode
 

@@ -12,7 +12,7 @@ import pytest
 from mrc.core import dtypes as D
 from mrc.core.psn import psn_add
 from mrc.core.setup import fixed_window_profile
-from mrc.harness import Pair
+from mrc.testing.harness import Pair
 from mrc.wire.constants import NackReason, Opcode
 
 MTU = 4096

@@ -5,7 +5,7 @@ Invariants (docs/protocol.md):
   finite fault pattern that leaves at least one working path;
 - no data packet goes out on an EV that is not GOOD, and a blackholed EV
   gets no new data after its first timeout (both checked by the harness at
-  every send, see `mrc.harness`);
+  every send, see `mrc.testing.harness`);
 - inflight <= cwnd at every send, PSN span <= MPR x 128 after every step;
 - PSN wraparound is safe (runs start near 2^24);
 - active EVs per plane differ by at most one while all ports are up and
@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from mrc.core import dtypes as D, evset
 from mrc.core.dispatch import set_local_ports
-from mrc.harness import Network, Pair, PathFault
+from mrc.testing.harness import Network, Pair, PathFault
 
 MTU = 4096
 

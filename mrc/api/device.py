@@ -1,32 +1,4 @@
-"""The application API, in the spirit of OCP ``mrc.h`` (itself modelled on libibverbs).
-
-A `Device` is one MRC NIC (an ``ibv_context`` plus ``mrc_context``): it owns
-the core's state tables for its QPs, its memory regions, completion queues
-and the controller (`device.ctl`, see `mrc.ctl`). It is sans-IO, like
-aioquic's ``QuicConnection``: nothing here reads a clock or touches a socket.
-The caller feeds it:
-
-- ``device.receive(packet, payload, now, src=...)`` for every packet that
-  arrives (a `mrc.wire.records.PKT` record and its payload bytes);
-- ``device.packets_to_send(now)`` to collect what must go out
-  (`OutPacket`: record, payload, destination);
-- ``device.next_deadline()`` and ``device.handle_timer(now)`` for timers.
-
-Times are integer picoseconds. Local misuse (wrong state, bad arguments,
-unsupported opcodes) raises `mrc.errors.UsageError` naming the problem; a
-peer's misbehaviour never raises: it becomes a NACK, a counter or an event.
-
-Queue pairs follow RESET -> INIT -> RTR -> RTS (and ERROR) with the
-attributes mrc.h requires at each step (`REQUIRED_ATTRS`): INIT takes the EV
-and CC profile ids (learned from the controller out of band), RTR the peer
-(QPN, address, expected PSN) and the responder's MPR / max WIMM, RTS the
-first PSN and the requester's MPR, max WIMM, retry counts (linear,
-exponential) and timeout. RTS -> RTS changes attributes; RESET (from any
-state) discards the QP's state and outstanding work requests without
-completions and releases its profiles (IB verbs semantics); ERROR completes
-every outstanding work request with WR_FLUSH_ERR. Only RDMA Write and
-Write-with-Immediate may be posted.
-"""
+"""`Device`, `QueuePair`, `connect` and the attribute tables of `mrc.api` (whose text describes them)."""
 from __future__ import annotations
 
 import collections
@@ -35,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mrc.api_types import (
+from mrc.api.types import (
     MRC_DEVICE_CAP_DYNAMIC_MPR, MRC_DEVICE_CAP_TRIM_NACK, MRC_PROTOCOL_VERSION_1, WC_STATUS, Access, AsyncEvent,
     CompletionQueue, DeviceAttr, MemoryRegion, OutPacket, SendOpcode, WcOpcode, WorkCompletion,
 )
@@ -294,7 +266,7 @@ class Device:
     """One MRC NIC with `ports` NIC ports (one per plane).
 
     `address` is how peers reach this device: whatever your network uses (a `mrc.io.Peer`, a
-    string for `mrc.simnet.SimNet`); by default the device's `name`. `port_rate_bps` is one port's
+    string for `mrc.testing.simnet.SimNet`); by default the device's `name`. `port_rate_bps` is one port's
     rate (bits/s; NSCC scales its windows by all ports together), `mtu` the payload bytes per
     packet. `seed` seeds every random choice the device makes (QPNs, keys, first PSNs, EVs), for
     reproducible runs; without it they come from the operating system's CSPRNG.
