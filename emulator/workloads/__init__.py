@@ -57,16 +57,23 @@ class Builder:
         self.trig_links: list[tuple[int, int]] = []  # (trigger, trigger it activates)
         self.collectives: list[Collective] = []
         self.jobs: dict[int, object] = {}  # job index -> its job-level record (`training.JobGraph`)
+        self.conns: dict[tuple, int] = {}  # connection key -> id (`connection`)
 
     def flow(self, src, dst, size, start_us=None, job=0, coll=-1, cm_id=0, trigger=-1, send_trig=-1,
-             recv_trig=-1, delay_ps=0) -> int:
-        """A flow; started at ``start_us``, or by ``trigger`` (then ``delay_ps`` after it fires)."""
+             recv_trig=-1, delay_ps=0, conn=-1) -> int:
+        """A flow; started at ``start_us``, or by ``trigger`` (then ``delay_ps`` after it fires); a message on
+        connection ``conn`` (`connection`) if given, else on a QP pair of its own."""
         if src == dst:
             raise ValueError("flow from a host to itself")
         start = -1 if start_us is None else int(round(start_us * US))
         self.rows.append((int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig, recv_trig,
-                          int(delay_ps)))
+                          int(delay_ps), int(conn)))
         return len(self.rows) - 1
+
+    def connection(self, key: tuple) -> int:
+        """The id of the connection named ``key`` (created on first use): one QP pair whose messages (flows given
+        this id) are sent one after another. Its key must name the sender and receiver."""
+        return self.conns.setdefault(key, len(self.conns))
 
     def trigger(self, kind: str, count: int = 0) -> int:
         self.trig_kind.append(self.KINDS[kind])
@@ -89,6 +96,10 @@ class Builder:
             fl["src"], fl["dst"], fl["size"], fl["start"] = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
             fl["job"], fl["coll"], fl["cm_id"], fl["trigger"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
             fl["send_trig"], fl["recv_trig"], fl["delay"] = a[:, 8], a[:, 9], a[:, 10]
+            fl["conn"] = a[:, 11]
+        else:
+            fl["conn"] = -1
+        fl["msg_next"] = -1
         fl["t_start"] = fl["t_send_done"] = fl["t_recv_done"] = -1
         fl["ep"] = -1
         nt = len(self.trig_kind)
