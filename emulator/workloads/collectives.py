@@ -74,9 +74,23 @@ def ring_schedule(m: int, nbytes: int, channels: int, chunk_bytes: int, algorith
     return one * loops
 
 
+_FUSED: dict = {}  # id(schedule), steps_per_flow -> (schedule, its `fuse`): a job's groups share one schedule
+
+
 def fuse(schedule, steps_per_flow: int) -> list:
     """The flows of one member and channel: (successor of each member, bytes, steps fused), consecutive steps
     towards the same successor fused up to `steps_per_flow` at a time."""
+    hit = _FUSED.get((id(schedule), steps_per_flow))
+    if hit is not None and hit[0] is schedule:
+        return hit[1]
+    out = _fuse(schedule, steps_per_flow)
+    if len(_FUSED) > 64:
+        _FUSED.clear()
+    _FUSED[(id(schedule), steps_per_flow)] = (schedule, out)
+    return out
+
+
+def _fuse(schedule, steps_per_flow: int) -> list:
     out: list = []
     for succ, nb in schedule:
         if out and out[-1][2] < steps_per_flow and out[-1][0] is succ:
@@ -101,44 +115,40 @@ def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us
          member_done=None, member_sent=None, comm=None):
     """Flows of a ring collective over ``hosts`` (see the module text); returns (flow ids, bytes sent per member).
     ``member_done[i]`` is activated once per channel by member i's last receipt, or, with fused steps
-    (`coarse`), once by ``done``."""
+    (`coarse`), once by ``done``. (Flows and triggers are added a step at a time, in bulk: 131,072-host jobs.)"""
     m = len(hosts)
     fused = fuse(schedule, steps_per_flow)
-    whole = coarse(schedule, steps_per_flow)
+    whole = any(k > 1 for _, _, k in fused)  # `coarse`
     ids = []
     sent = np.zeros(m, np.int64)
+    src = [int(h) for h in hosts]
+    first_start = [-1 if start[i] >= 0 else int(round((start_us + delay_ps[i] / US) * US)) for i in range(m)]
+    first_trig = [int(start[i]) if start[i] >= 0 else -1 for i in range(m)]
+    first_delay = [int(delay_ps[i]) if start[i] >= 0 else 0 for i in range(m)]
     for ch in range(channels):
         prev = None  # flow id of each member's previous flow
         for j, (succ, nb, _k) in enumerate(fused):
-            cur = [0] * m
-            if j > 0:
-                bar = [b.trigger("barrier", 2) for _ in range(m)]
+            dst = [src[succ[i]] for i in range(m)]
+            conn = [-1] * m if comm is None else b.connections((job, comm, ch), src, dst)
+            if j == 0:
+                cur = b.flows(src, dst, nb, first_start, job, coll, first_trig, first_delay, conn)
+            else:
+                bar = b.triggers("barrier", m, 2)
                 psucc = fused[j - 1][0]
                 for i in range(m):
-                    set_triggers(b, prev[i], send_trig=bar[i])  # my own previous flow sent
-                    set_triggers(b, prev[i], recv_trig=bar[psucc[i]])  # the data my successor forwards next
-            for i in range(m):
-                conn = _conn(b, comm, job, ch, hosts[i], hosts[succ[i]])
-                if j == 0:
-                    if start[i] < 0:
-                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, start_us + delay_ps[i] / US, job=job, coll=coll,
-                                        conn=conn)
-                    else:
-                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=start[i],
-                                        delay_ps=delay_ps[i], conn=conn)
-                else:
-                    cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=bar[i], conn=conn)
-                sent[i] += nb
-                ids.append(cur[i])
+                    # my own previous flow sent; the data my successor forwards next
+                    b.set_triggers(prev[i], send_trig=bar[i], recv_trig=bar[psucc[i]])
+                cur = b.flows(src, dst, nb, [-1] * m, job, coll, list(bar), [0] * m, conn)
+            sent += nb
+            ids += cur
             prev = cur
         last = fused[-1][0]
         for i in range(m):
             mine = None if member_done is None or whole else member_done[last[i]]
-            set_triggers(b, prev[i], recv_trig=receipt(b, done, mine),
-                         send_trig=None if member_sent is None else member_sent[i])
+            b.set_triggers(prev[i], recv_trig=receipt(b, done, mine),
+                           send_trig=None if member_sent is None else member_sent[i])
     if whole and member_done is not None:
-        for i in range(m):
-            b.link(done, member_done[i])
+        b.links(done, member_done[:m])
     return ids, sent
 
 
@@ -189,9 +199,4 @@ def _first(b, src, dst, nb, start, delay_ps, start_us, job, coll, on_recv, on_se
 
 
 def set_triggers(b, f, send_trig=None, recv_trig=None):
-    row = list(b.rows[f])
-    if send_trig is not None:
-        row[8] = send_trig
-    if recv_trig is not None:
-        row[9] = recv_trig
-    b.rows[f] = tuple(row)
+    b.set_triggers(f, send_trig=send_trig, recv_trig=recv_trig)

@@ -192,8 +192,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
     # ready[i, k]: the barrier that fires when rank i has every input of iteration k (k >= 1)
     ready = np.full((n, K + 1), -1, np.int64)
     for k in range(1, K + 1):
-        for i in range(n):
-            ready[i, k] = b.trigger("barrier", 0)
+        ready[:, k] = b.triggers("barrier", n, 0)
     need = np.zeros(n, np.int64)  # inputs per iteration (the same every iteration)
     sent = np.zeros((n, K), np.int64)
     groups: list[Group] = []
@@ -258,8 +257,8 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             groups[gi].done.append(done)
             gi += 1
     for k in range(1, K + 1):
-        for i in range(n):
-            b.trig_count[ready[i, k]] = int(need[i])
+        for i, t in enumerate(ready[:, k].tolist()):
+            b.trig_count[t] = int(need[i])
     rate = float(topo.port[topo.nic_port(int(ranks[0]), 0)]["rate"]) * topo.n_planes
     # ideal: the slowest compute, then the most bytes a host sends at its NIC's full rate (the collectives'
     # bandwidth bound: 2 (m - 1) / m of the buffer for a ring all-reduce)
