@@ -18,6 +18,7 @@ from mrc.emulator.events import HEAP, MAX_ID, heap_new
 from mrc.emulator.ideal import fabric_best
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
+from mrc.cachelines import aligned_zeros
 from mrc.errors import ConfigError
 from mrc.units import US, serialization_ps
 
@@ -33,7 +34,7 @@ def ports_table(sc: Scenario) -> np.ndarray:
         row[f] = -1
     row["up"] = row["rloc"] = row["rglob"] = 1
     row["qscale"] = 1.0
-    P = np.empty(n, ST.PORTS)
+    P = aligned_zeros(n, ST.PORTS)
     P[:] = row
     P["rate"] = fp["rate"]
     peer_node = fp["node"][fp["peer"]]
