@@ -15,8 +15,9 @@ c   leafspine-8192-permutation   8192-host 400G leaf-spine, 8192 x 1 MB      >= 
 d   mrc-8plane-131k-permutation  131,072 hosts, 8 planes, 131,072 x 64 KB    <= 16 GB
 e   training-dp                  64 hosts, 2 planes: 3 iterations of a 1 MB
                                  ring all-reduce in 8 rings of 8
-t   training-131k-dp             131,072 hosts, 8 planes: 1 iteration of a   >= 1.0 M packet-hops/s (mrc),
-                                 32 KB all-reduce in 256 rings of 512        <= 8 GB, set-up <= 10 s
+t   training-131k-dp             131,072 hosts, 8 planes: 3 iterations of a  >= 1.0 M packet-hops/s (mrc),
+                                 32 KB all-reduce in 256 rings of 512, on    <= 8 GB, set-up <= 10 s
+                                 reused connections
 ==  ===========================  ==========================================  ==============================
 
 Each setup runs in its own process (so its peak RSS is its own), after a tiny

@@ -11,7 +11,8 @@ directory under ``--out``; a failure cell takes the same transport's healthy run
 (``metrics.baseline``), so the healthy run must come first (the default order). The failed link is chosen per
 transport from that transport's own healthy run: the most used plane-0 uplink of host 0's T0 (by bytes sent), so
 that the failure touches the transport's traffic (RoCE's hashed flows cross other links than MRC's sprayed
-ones); the rebooting T1 is that link's T1, the lost NIC port host 0's plane-0 port. ``cells.json`` under
+ones); the rebooting T1 is that link's T1, the lost NIC port host 0's busiest one (the plane RoCE hashed its QP
+onto). ``cells.json`` under
 ``--out`` collects every cell's figures (a cell already there is not run again); the script prints the table of
 docs/results.md. With ``--seeds`` the matrix runs once per seed under ``OUT/seed<N>`` (each seed's own healthy
 runs, failed links and baselines) and the script prints the median over the seeds with its bootstrap 95 %
@@ -33,8 +34,8 @@ SCENARIO = "training-131k-dp"
 FAILURES = ("none", "t1-reboot", "flap", "nic-port", "gray-1pct")
 
 
-def failure_tables(kind: str, link: list, at_us: float) -> list:
-    """The [[failures]] of one failure kind (link: the chosen [T0, T1] pair)."""
+def failure_tables(kind: str, link: list, at_us: float, nic=(0, 0)) -> list:
+    """The [[failures]] of one failure kind (link: the chosen [T0, T1] pair; nic: the chosen (host, plane))."""
     if kind == "none":
         return []
     if kind == "t1-reboot":
@@ -42,7 +43,7 @@ def failure_tables(kind: str, link: list, at_us: float) -> list:
     if kind == "flap":
         return [{"kind": "flap", "at_us": at_us, "link": link, "period_us": 20, "down_us": 8}]
     if kind == "nic-port":
-        return [{"kind": "nic-port-down", "at_us": at_us, "host": 0, "plane": 0}]
+        return [{"kind": "nic-port-down", "at_us": at_us, "host": int(nic[0]), "plane": int(nic[1])}]
     if kind == "gray-1pct":
         return [{"kind": "gray-loss", "at_us": at_us, "link": link, "probability": 0.01}]
     raise SystemExit(f"unknown failure {kind!r}: one of {', '.join(FAILURES)}")
@@ -59,7 +60,7 @@ def cell(args) -> None:
     t0 = time.perf_counter()
     data = tspec.apply(copy.deepcopy(scenario.load(SCENARIO, sets=args.sets).data), args.transport)
     info = json.loads(args.cell_info)
-    data["failures"] = failure_tables(args.cell, info.get("link"), info["at_us"])
+    data["failures"] = failure_tables(args.cell, info.get("link"), info["at_us"], info.get("nic") or (0, 0))
     data.setdefault("metrics", {})["plots"] = False
     # the controller's live fault localisation (`emulator.localize`) only observes the run, and its Python
     # analysis between chunks grows with the paths in use: 31 of 34 s of a 512-host T1-reboot cell, far beyond
@@ -89,6 +90,8 @@ def cell(args) -> None:
                and topo.node["tier"][topo.peer_node(q)] == 1]
         q = max(ups, key=lambda x: int(ps[x]))
         out["link"] = [topo.node_name(t0node), topo.node_name(topo.peer_node(q))]
+        # host 0's busiest NIC port: the plane its traffic uses (RoCE hashes a QP onto one plane)
+        out["nic"] = [0, max(range(topo.n_planes), key=lambda pl: int(ps[topo.nic_port(0, pl)]))]
     print("CELL " + json.dumps(out, default=float), flush=True)
 
 
@@ -137,6 +140,7 @@ def matrix(args, out: pathlib.Path, sets: list, at: float) -> list:
     for tp in args.transports.split(","):
         # this transport's own busiest plane-0 uplink of host 0's T0 (its healthy cell's)
         link = next((c["link"] for c in cells if c["transport"] == tp and c.get("link")), None)
+        nic = next((c["nic"] for c in cells if c["transport"] == tp and c.get("nic")), None)
         for fk in args.failures.split(","):
             if any(c["transport"] == tp and c["failure"] == fk for c in cells):
                 continue
@@ -145,7 +149,7 @@ def matrix(args, out: pathlib.Path, sets: list, at: float) -> list:
                       "and is the baseline): run --failures none first", flush=True)
                 continue
             d = out / tp / fk
-            info = {"link": link, "at_us": at, "baseline": str(out / tp / "none")}
+            info = {"link": link, "nic": nic, "at_us": at, "baseline": str(out / tp / "none")}
             cmd = [sys.executable, __file__, "--cell", fk, "--transport", tp, "--cell-info", json.dumps(info),
                    "--out-dir", str(d)] + sum((["--set", x] for x in sets), [])
             print(f"== {tp} / {fk}", flush=True)
@@ -157,6 +161,7 @@ def matrix(args, out: pathlib.Path, sets: list, at: float) -> list:
             c = json.loads(line[5:])
             if c.get("link"):
                 link = c["link"]
+                nic = c.get("nic")
             cells.append(c)
             cells_path.write_text(json.dumps(cells, indent=1) + "\n")
             tr = c["training"][0]

@@ -42,9 +42,27 @@ from mrc.fabric.paths import table_home
 
 @njit
 def start_flow(E, F, T, f, now):
+    """Flow f's message is posted now: its transport starts it, unless its connection (the endpoints it shares
+    with other flows, ``E.flow.conn``) is still sending another message. Then it waits behind that one and
+    the ones already waiting (``msg_next``), and starts when the one before it ends (`flows.next_message`):
+    a connection sends its messages one after another, each completed before the next starts. (A connection's
+    endpoints name no flow until its first message starts; a flow of its own names itself from the start.)"""
     fl = E.flow[f]
     if fl["status"] != ST.FLOW_PENDING:
         return
+    ep = fl["ep"]
+    cur = E.ep[ep]["flow"]
+    if cur >= 0 and cur != f:
+        if E.flow[cur]["status"] <= ST.FLOW_RUNNING:  # pending (next in line) or running: wait behind it
+            x = cur
+            while E.flow[x]["msg_next"] >= 0:
+                x = E.flow[x]["msg_next"]
+                if x == f:
+                    return  # already waiting
+            E.flow[x]["msg_next"] = f
+            return
+    E.ep[ep]["flow"] = f
+    E.ep[E.ep[ep]["peer"]]["flow"] = f
     fl["status"] = ST.FLOW_RUNNING
     fl["t_start"] = now
     E.S[ST.S_FLOWS_STARTED] += 1

@@ -90,6 +90,8 @@ def send_done(E, f, now):
     E.S[ST.S_FLOWS_ENDED] += 1
     if fl["send_trig"] >= 0:
         activate(E, fl["send_trig"], now)
+    if fl["msg_next"] >= 0:
+        next_message(E, f, now)
 
 
 @njit
@@ -111,3 +113,17 @@ def failed(E, f, now, why):
     fl["why"] = why
     fl["t_send_done"] = now
     E.S[ST.S_FLOWS_ENDED] += 1
+    if fl["msg_next"] >= 0:
+        next_message(E, f, now)
+
+
+@njit
+def next_message(E, f, now):
+    """Flow f, a message on a connection, ended: the message waiting behind it (`engine.start_flow`) becomes
+    the connection's and starts now (an ``EVT_START`` at the current time)."""
+    nxt = E.flow[f]["msg_next"]
+    E.flow[f]["msg_next"] = -1
+    ep = E.flow[nxt]["ep"]
+    E.ep[ep]["flow"] = nxt
+    E.ep[E.ep[ep]["peer"]]["flow"] = nxt
+    schedule(E, now, EVT.event(nxt, EVT.EVT_START))

@@ -78,7 +78,8 @@ def paths_table(T, E) -> np.ndarray:
         slots = np.arange(int(n_ev.sum())) - np.repeat(np.cumsum(n_ev) - n_ev, n_ev)
         keep = tx_pkts[rows, slots] > 0
         evr = T.core.ev[rows[keep], slots[keep]]
-        flow = np.repeat(np.arange(a, b), n_ev)[keep] // 2  # QP 2f is flow f's requester, 2f + 1 its responder
+        # QP 2k is pair k's requester, 2k + 1 its responder; both ends name the pair's (current) flow
+        flow = np.repeat(E.ep["flow"][a:b].astype(np.int64), n_ev)[keep]
         out = np.zeros(len(evr), CL.PATHS)
         out["a"] = fl["src"][flow]
         out["b"] = fl["dst"][flow]
@@ -101,7 +102,7 @@ def n_path_rows(T) -> int:
 def events_of(evlog: np.ndarray, flows: np.ndarray):
     """(t, local host, remote host, EV, state, drops, QP) of `mrc_evlog` rows."""
     qp = evlog["qp"].astype(np.int64)
-    f = qp // 2
+    f = evlog["flow"].astype(np.int64)
     req = qp % 2 == 0
     local = np.where(req, flows["src"][f], flows["dst"][f])
     remote = np.where(req, flows["dst"][f], flows["src"][f])
@@ -254,7 +255,7 @@ def from_dir(path, params: CL.Params | None = None) -> dict:
         drops = np.array(ev["drop_count"], np.int64)
     except (ValueError, KeyError) as exc:
         raise ConfigError("results", str(d), f"a CSV file is malformed: {exc}") from None
-    f = qp // 2
+    f = np.array(ev["flow"], np.int64) if "flow" in ev else qp // 2
     if len(f) and (f.min() < 0 or f.max() >= len(src)):
         raise ConfigError("ev_events.csv", int(qp.max()), f"a QP of no flow (the run has {len(src)} flows)")
     req = qp % 2 == 0

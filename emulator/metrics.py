@@ -60,11 +60,13 @@ def flow_table(run) -> dict:
     recv = np.where(fl["t_recv_done"] >= 0, fl["t_recv_done"], -1)
     with np.errstate(divide="ignore", invalid="ignore"):
         slow = np.where(done & (fl["ideal"] > 0), fct / np.maximum(fl["ideal"], 1), np.nan)
+    conn = {"connection": fl["conn"]} if (fl["conn"] >= 0).any() else {}  # only for workloads with connections
     return {
         "flow": np.arange(len(fl)),
         "job": fl["job"],
         "collective": fl["coll"],
         "cm_id": fl["cm_id"],
+        **conn,
         "src": fl["src"],
         "dst": fl["dst"],
         "size_bytes": fl["size"],

@@ -164,7 +164,7 @@ def write(run, out, plots_too: bool | None = None, plot_formats=("png",), report
     if ev is not None:
         fl = run.flows
         qp = ev["qp"].astype(np.int64)
-        flow = qp // 2  # QP 2f is flow f's requester, 2f + 1 its responder
+        flow = ev["flow"].astype(np.int64)  # QP 2k is pair k's requester, 2k + 1 its responder
         write_csv(out / "ev_events.csv", {
             "t_us": ev["t"] / 1e6, "qp": qp, "flow": flow, "role": np.where(qp % 2 == 0, "requester", "responder"),
             "host": np.where(qp % 2 == 0, fl["src"][flow], fl["dst"][flow]) if len(ev) else qp,

@@ -185,6 +185,8 @@ FLOW = np.dtype([
     ("status", np.int8),
     ("why", np.int8),
     ("fail_aff", np.int16),  # bit k: this flow used failure k's element around its fault (reroute metrics)
+    ("conn", np.int32),  # connection: flows with the same conn >= 0 are messages on one QP pair, in order (-1: its own)
+    ("msg_next", np.int32),  # the next message waiting on its connection (-1: none; `engine.start_flow`)
 ], align=True)
 
 TRIG_ONESHOT = 1

@@ -80,6 +80,15 @@ def profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_plan
         n_out[i] = k
 
 
+@njit
+def ev_states(state, n_ev, n_qp, good, unused):
+    """Rows 0 .. n_qp - 1 of the EV table's ``state``: `good` for a QP's first n_ev[i] EVs, `unused` after."""
+    for i in range(n_qp):
+        n = n_ev[i]
+        for k in range(state.shape[1]):
+            state[i, k] = good if k < n else unused
+
+
 def rdma_udp_sport(lqpn, rqpn):
     """RoCEv2 UDP source port of a QP pair: Linux's rdma_calc_flow_label then
     rdma_flow_label_to_udp_sport (include/rdma/ib_verbs.h), vectorised."""

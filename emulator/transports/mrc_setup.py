@@ -93,9 +93,10 @@ from mrc.core import setup as core_setup
 from mrc.core import tables
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
-from mrc.emulator.transports import mrcctl, mrcqp
+from mrc.emulator.transports import mrcctl, mrcqp, pairs
 from mrc.emulator.transports.dispatch import TP_MRC
-from mrc.emulator.transports.mrc_profiles import auto_mpr, ecmp_pin, profile_sizes, profiles, qp_rng, rdma_udp_sport
+from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, ev_states, profile_sizes, profiles, qp_rng,
+                                                  rdma_udp_sport)
 from mrc.errors import ConfigError
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
@@ -271,26 +272,31 @@ def memory(topo, flows: np.ndarray, p: dict) -> int:
     """Bytes `setup` allocates for these flows (its tables row by row; nothing is allocated here).
     `emulator.memory` adds it to the run's estimate; keep it in step with `setup`."""
     nf, H, P = len(flows), topo.n_hosts, topo.n_planes
-    n_qp = max(2 * nf, 1)
+    npair = pairs.count(flows)
+    n_qp = max(2 * npair, 1)
     window = window_of(topo, flows["size"].astype(np.int64), p)["window"]
     max_ev = profile_sizes(topo, p)
-    rows = max(nf, 1)
-    core = (n_qp * (D.QP.itemsize + max_ev * (D.EV.itemsize + 2 + 16))  # qp, ev, ev_order; ev_vals, ev_planes
+    rows = max(npair, 1)
+    core = (n_qp * (D.QP.itemsize + max_ev * (D.EV.itemsize + 2))  # qp, ev, ev_order
             + rows * (window * (D.TX.itemsize + D.RX.itemsize) + D.WR.itemsize) + 4096 * D.EVT.itemsize)
     cap = 4 * nf + 4096  # controller requests: at most two per (host, peer) pair each way, plus 4096
-    ends = (2 * nf + H) * (ST.EP.itemsize + 4 * P * mrcqp.N_NX * 2) + n_qp * 6 * 8  # ep, mrc_next; pin, rngs, ...
+    ends = (2 * npair + H) * (ST.EP.itemsize + 4 * P * mrcqp.N_NX * 2) + n_qp * 6 * 8  # ep, mrc_next; pin, rngs, ...
     return (core + ends + H * mrcctl.HC.itemsize + cap * (mrcctl.CQ.itemsize + 4)
             + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8)
 
 
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
-    """Endpoints (2 per flow + 1 controller per host), the Transports fields, each flow's ideal FCT."""
+    """Endpoints (2 per QP pair: one per flow or connection, `pairs`; + 1 controller per host), the Transports
+    fields, each flow's ideal FCT."""
     nf = len(flows)
     P = topo.n_planes
     H = topo.n_hosts
-    n_qp = 2 * nf
-    src = flows["src"].astype(np.int64)
-    dst = flows["dst"].astype(np.int64)
+    pair, firsts = pairs.of_flows(flows)
+    npair = len(firsts)
+    n_qp = 2 * npair
+    fsrc = flows["src"].astype(np.int64)
+    fdst = flows["dst"].astype(np.int64)
+    src, dst = fsrc[firsts], fdst[firsts]  # per pair
     sizes = flows["size"].astype(np.int64)
     mtu = p["mtu"]
     w = window_of(topo, sizes, p)
@@ -304,14 +310,15 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     resp = req + 1
     ep["host"][req], ep["host"][resp] = src, dst
     ep["peer"][req], ep["peer"][resp] = resp, req
-    ep["flow"][req] = ep["flow"][resp] = np.arange(nf)
+    # a flow's own pair names it; a connection's names no flow until its first message starts
+    ep["flow"][req] = ep["flow"][resp] = np.where(flows["conn"][firsts] < 0, firsts, -1)
     ep["planes"][:] = (1 << P) - 1
     ep["host"][n_qp:] = np.arange(H)
     ep["peer"][n_qp:] = -1
     ep["flow"][n_qp:] = -1
-    flows["ep"] = req
+    flows["ep"] = req[pair]
 
-    # EV profiles: QP 2f (src -> dst), QP 2f + 1 (dst -> src)
+    # EV profiles: QP 2k (src -> dst of pair k), QP 2k + 1 (dst -> src)
     qsrc = np.empty(n_qp, np.int64)
     qdst = np.empty(n_qp, np.int64)
     qsrc[req], qsrc[resp] = src, dst
@@ -320,10 +327,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     F = topo.arrays
     seed = int(rng.integers(0, 2**62))
     T = tables.allocate(max(n_qp, 1), max_ev=max_ev, window=window, max_wr=1, max_recv=1, n_mr=1, n_cc=1,
-                        evt_capacity=4096, n_ev_rows=max(n_qp, 1), n_tx_rows=max(nf, 1), n_rx_rows=max(nf, 1),
-                        n_wr_rows=max(nf, 1), n_rq_rows=1)
-    ev_vals = np.zeros((max(n_qp, 1), max_ev), np.int64)
-    ev_planes = np.zeros((max(n_qp, 1), max_ev), np.int64)
+                        evt_capacity=4096, n_ev_rows=max(n_qp, 1), n_tx_rows=max(npair, 1),
+                        n_rx_rows=max(npair, 1), n_wr_rows=max(npair, 1), n_rq_rows=1)
+    # the profiles are written straight into the EV table's fields (no temporaries: at 131,072 pairs x 256
+    # EVs each int64 copy was 537 MB, and every field copied separately was another pass over 4.3 GB)
+    ev_vals = T.ev["ev"]
+    ev_planes = T.ev["plane"]
     n_ev = np.zeros(max(n_qp, 1), np.int64)
     profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar")
     pin = np.full(max(n_qp, 1), -1, np.int64)
@@ -332,10 +341,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         sport = rdma_udp_sport((0x100 + np.arange(n_qp)) & 0xFFFFFF, (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF)
         ecmp_pin(F, qsrc, qdst, qplane.astype(np.int64), sport.astype(np.int64), ev_vals, ev_planes, n_ev, pin)
     if n_qp:
-        T.ev["ev"][:n_qp] = ev_vals[:n_qp]
-        T.ev["plane"][:n_qp] = ev_planes[:n_qp]
-        col = np.arange(max_ev)[None, :]
-        T.ev["state"][:n_qp] = np.where(col < n_ev[:n_qp, None], D.EV_GOOD, D.EV_UNUSED)
+        ev_states(T.ev["state"], n_ev, n_qp, D.EV_GOOD, D.EV_UNUSED)
 
     # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT, and
     # whether its switches trim (UE 1.0.3 3.6.13.3: target 0.75 x base RTT with trimming, 1.0 x without)
@@ -368,9 +374,13 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                               f"exceeds the EVs of the smallest profile ({emin})")
         cfg = core_setup.configure_qp(T, 0, emin, base_rtt, **attrs)
         qp = T.qp
+        # the attributes every row shares, set in one row and copied whole (one pass over the rows, not one
+        # strided pass per field: at 262,144 QPs of 1,088 bytes the per-field passes took seconds)
+        row = np.zeros(1, qp.dtype)
         for key, value in cfg.items():
             if key not in ("ev_min_active",):
-                qp[key][:n_qp] = value
+                row[key] = value
+        qp[:n_qp] = row
         qp["ev_min_active"][:n_qp] = (n_ev[:n_qp] // 4 if p["ev_min_active"] is None else p["ev_min_active"])
         qp["n_ev"][:n_qp] = n_ev[:n_qp]
         qp["n_planes"][:n_qp] = P
@@ -379,8 +389,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         qp["rx_row"][:n_qp] = -1
         qp["wr_row"][:n_qp] = -1
         qp["rq_row"][:n_qp] = -1
-        qp["tx_row"][req] = qp["wr_row"][req] = np.arange(nf)
-        qp["rx_row"][resp] = np.arange(nf)
+        qp["tx_row"][req] = qp["wr_row"][req] = np.arange(npair)
+        qp["rx_row"][resp] = np.arange(npair)
         qp["cc_profile"][:n_qp] = 0
         qp["qpn"][:n_qp] = (0x100 + np.arange(n_qp)) & 0xFFFFFF
         qp["dest_qpn"][:n_qp] = (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF
@@ -420,8 +430,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     if nf:
         data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
         sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
-        _ideal(F, src, dst, ev_vals[req, 0], sizes, mtu, planes_used, data_hdr, sack, sw.framing_bytes,
-               cfg_switch_latency_ps, ideal)
+        _ideal(F, fsrc, fdst, ev_vals[req[pair], 0].astype(np.int64), sizes, mtu, planes_used, data_hdr, sack,
+               sw.framing_bytes, cfg_switch_latency_ps, ideal)
     fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
               "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL),
               "mrc_next": np.full((len(ep) * P, mrcqp.N_NX), -1, np.int64),

@@ -94,8 +94,8 @@ def port_status_changed(E, F, T, h, now):
         E.ep[ep]["planes"] = evset.plane_mask(core, ep)
         wake(E, ep)
         f = E.ep[ep]["flow"]
-        if f < 0 or E.flow[f]["status"] != ST.FLOW_RUNNING:
-            continue
+        if f < 0 or (E.flow[f]["status"] != ST.FLOW_RUNNING and E.flow[f]["conn"] < 0):
+            continue  # a flow's own QP pair that ended has no peer to tell; a connection's stays connected
         d = E.ep[E.ep[ep]["peer"]]["host"]
         if T.mrc_host[d]["seen"] == stamp:
             continue

@@ -1,7 +1,7 @@
 """The MRC transports in the engine: every QP runs `mrc.core`, nothing here decides protocol.
 
-One flow is one connected QP pair in the fabric-wide `CoreTables` (``T.core``):
-QP ``ep`` is endpoint ``ep`` (the requester on the source host has a TX row
+One flow, or one connection's messages (`pairs`), is one connected QP pair in
+the fabric-wide `CoreTables` (``T.core``): QP ``ep`` is endpoint ``ep`` (the requester on the source host has a TX row
 and a work request, the responder on the destination an RX row; both have
 their EV rows and handle their own control packets). Endpoints from
 ``mrc_p.n_qp`` on are the host controllers (`mrcctl`). The glue maps the
@@ -58,6 +58,7 @@ MP = np.dtype([
 EVL = np.dtype([  # an EV event (mrc_ctl.h: "Only EV_ASSUMED_BAD and EV_GOOD")
     ("t", np.int64),
     ("qp", np.int32),
+    ("flow", np.int32),  # the QP's flow (a connection's: its message then)
     ("ev", np.uint32),
     ("drops", np.uint32),  # losses counted on the EV (drop_count)
     ("state", np.uint8),
@@ -95,6 +96,7 @@ def _drain(E, T, now):
                 r = T.mrc_evlog[m]
                 r["t"] = now
                 r["qp"] = qp
+                r["flow"] = E.ep[qp]["flow"]
                 r["ev"] = e["ev"]
                 r["drops"] = e["drop_count"]
                 r["state"] = e["ev_state"]
@@ -110,10 +112,22 @@ def _drain(E, T, now):
 
 @njit
 def flow_start(E, F, T, f, now):
-    """Start flow f's QP pair (both in RTS, the host's current ports) and post its one write."""
+    """Start flow f's QP pair (both in RTS, the host's current ports) and post its one write. A connection's
+    next message (its QPs in RTS already, the one before it complete: `engine.start_flow`) is posted on the
+    QPs as they are: their EVs' health, NSCC's window and the PSNs carry on. On a QP in the error state it
+    fails at once (a QP in error completes every work request with an error)."""
     core = T.core
     req = np.int64(E.flow[f]["ep"])
     resp = np.int64(E.ep[req]["peer"])
+    st = core.qp[req]["state"]
+    if st == D.QPS_ERROR or core.qp[resp]["state"] == D.QPS_ERROR:
+        flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+        return
+    if st == D.QPS_RTS:
+        core_qp.post_write(core, req, f, D.WR_WRITE, 0, 0, 0, 0, E.flow[f]["size"], 0, now)
+        if core.evt_n[0] > 0:
+            _drain(E, T, now)
+        return
     for qp in (req, resp):
         pin = core.qp[qp]["ev_pin"]  # mrc-1ev: the ECMP-hashed EV set up for the QP (-1: none)
         core_setup.start_qp(core, qp, 0, 0, now)
@@ -326,12 +340,15 @@ def on_rx(E, F, T, ep, i, now):
     core = T.core
     q = core.qp[ep]
     rx0 = q["rx_bytes"]
+    msn0 = q["rx_msn"]
     spur0 = q["rtx_spurious"]
     cdisp.on_packet(core, ep, E.hdr[i], now)
     if q["rx_bytes"] != rx0:
         f = E.ep[ep]["flow"]
         flows.delivered(E, f, q["rx_bytes"] - rx0)
-        if q["rx_bytes"] >= E.flow[f]["size"]:
+        # a flow of its own is received when its bytes are; a connection's message when the responder
+        # completes it (its MSN moves on: the bytes counted are the connection's)
+        if (q["rx_bytes"] >= E.flow[f]["size"]) if E.flow[f]["conn"] < 0 else (q["rx_msn"] != msn0):
             flows.recv_done(E, f, now)
     if q["rtx_spurious"] != spur0:
         E.ctr[ST.C_SPURIOUS] += q["rtx_spurious"] - spur0

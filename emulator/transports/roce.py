@@ -59,7 +59,8 @@ PSN_MASK = 0xFFFFFF
 ROCE = np.dtype([
     # both ends
     ("size", np.int64),  # message bytes
-    ("n_pkts", np.int64),
+    ("n_pkts", np.int64),  # PSN after the message's last (its first is ``base``)
+    ("base", np.int64),  # the message's first PSN (0, or where a connection's previous message ended)
     ("hi", np.uint64),  # SRv6 carrier of this QP's path (forwarding = "srv6")
     ("lo", np.uint64),
     ("ev", np.int64),
@@ -172,12 +173,34 @@ def _route(E, r, i, rp):
 
 @njit
 def flow_start(E, F, R, RPa, f, now):
+    """Start flow f on its QP pair. A connection's next message (the one before it acknowledged:
+    `engine.start_flow`) continues the QP as it is: its PSNs go on from where the last message ended, DCQCN's
+    rate and timers carry on; on a QP that went to the error state it fails at once."""
     rp = RPa[0]
     ep = E.flow[f]["ep"]
     r = R[ep]
     size = E.flow[f]["size"]
     n = (size + rp["mtu"] - 1) // rp["mtu"]
     s = R[r["peer"]]
+    r["flow"] = f
+    s["flow"] = f
+    if r["n_pkts"] > 0:
+        if r["retries"] > rp["retry_cnt"]:
+            flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+            return
+        base = r["n_pkts"]
+        r["base"] = base
+        s["base"] = base
+        r["size"] = size
+        s["size"] = size
+        r["n_pkts"] = base + n
+        s["n_pkts"] = base + n
+        r["active"] = 1
+        s["active"] = 1
+        if r["next_send"] < now:
+            r["next_send"] = now
+        r["rto_cur"] = rp["rto"]
+        return
     r["size"] = size
     r["n_pkts"] = n
     r["active"] = 1
@@ -291,10 +314,11 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
     psn = r["snd_nxt"]
     n = r["n_pkts"]
     mtu = rp["mtu"]
-    payload = mtu if psn < n - 1 else r["size"] - mtu * (n - 1)
-    if n == 1:
+    base = r["base"]
+    payload = mtu if psn < n - 1 else r["size"] - mtu * (n - 1 - base)
+    if n - base == 1:
         op = OP_RC_RDMA_WRITE_ONLY
-    elif psn == 0:
+    elif psn == base:
         op = OP_RC_RDMA_WRITE_FIRST
     elif psn == n - 1:
         op = OP_RC_RDMA_WRITE_LAST

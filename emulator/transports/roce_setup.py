@@ -49,7 +49,7 @@ import numpy as np
 from mrc._jit import njit
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
-from mrc.emulator.transports import dcqcn_profiles, roce
+from mrc.emulator.transports import dcqcn_profiles, pairs, roce
 from mrc.emulator.transports.dispatch import TP_ROCE
 from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_carrier, ev_route
@@ -157,33 +157,38 @@ def _paths(F, src, dst, plane, sport, fwd, ev, sizes, mtu, framing, lat, ideal, 
 
 
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
-    """Endpoints (2 per flow), the ROCE table, its parameter row, and each flow's ideal FCT."""
+    """Endpoints (2 per QP pair: one per flow or connection, `pairs`), the ROCE table, its parameter row, and
+    each flow's ideal FCT."""
     nf = len(flows)
+    pair, firsts = pairs.of_flows(flows)
+    npair = len(firsts)
     P = topo.n_planes
-    ep = np.zeros(2 * nf, ST.EP)
+    ep = np.zeros(2 * npair, ST.EP)
     ep["timer_at"] = ST.NEVER
     ep["tcode"] = TP_ROCE
-    R = np.zeros(2 * nf, roce.ROCE)
-    src = flows["src"].astype(np.int64)
-    dst = flows["dst"].astype(np.int64)
-    plane = rng.integers(0, P, nf) if P > 1 else np.zeros(nf, np.int64)
-    sport_req = rng.integers(49152, 65536, nf)
-    sport_resp = rng.integers(49152, 65536, nf)
+    R = np.zeros(2 * npair, roce.ROCE)
+    src = flows["src"].astype(np.int64)[firsts]  # per pair
+    dst = flows["dst"].astype(np.int64)[firsts]
+    plane = rng.integers(0, P, npair) if P > 1 else np.zeros(npair, np.int64)
+    sport_req = rng.integers(49152, 65536, npair)
+    sport_resp = rng.integers(49152, 65536, npair)
     fwd = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_ECMP
-    ev = np.zeros(nf, np.int64)
+    ev = np.zeros(npair, np.int64)
     if fwd == ST.FWD_SRV6:
         fmt = topo.ev_format
-        choices = [rng.integers(0, f.count, nf) for f in fmt.fields[1:]]
-        ev = np.array([topo.make_ev(int(plane[k]), *(int(c[k]) for c in choices)) for k in range(nf)], np.int64)
-    req = np.arange(0, 2 * nf, 2)
+        choices = [rng.integers(0, f.count, npair) for f in fmt.fields[1:]]
+        ev = np.array([topo.make_ev(int(plane[k]), *(int(c[k]) for c in choices)) for k in range(npair)], np.int64)
+    req = np.arange(0, 2 * npair, 2)
     resp = req + 1
     ep["host"][req], ep["host"][resp] = src, dst
     ep["peer"][req], ep["peer"][resp] = resp, req
-    ep["flow"][req] = ep["flow"][resp] = np.arange(nf)
+    # a flow's own pair names it; a connection's names no flow until its first message starts
+    own = np.where(flows["conn"][firsts] < 0, firsts, -1)
+    ep["flow"][req] = ep["flow"][resp] = own
     ep["planes"][req] = ep["planes"][resp] = 1 << plane
-    flows["ep"] = req
+    flows["ep"] = req[pair]
     R["role"][req], R["role"][resp] = roce.ROLE_REQ, roce.ROLE_RESP
-    R["flow"][req] = R["flow"][resp] = np.arange(nf)
+    R["flow"][req] = R["flow"][resp] = own
     R["peer"][req], R["peer"][resp] = resp, req
     R["host"][req], R["host"][resp] = src, dst
     R["peer_host"][req], R["peer_host"][resp] = dst, src
@@ -194,17 +199,17 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     R["inc_at"] = ST.NEVER
     R["last_cnp"] = -1
     F = topo.arrays
-    ideal = np.zeros(nf, np.int64)
+    ideal = np.zeros(nf, np.int64)  # per flow, over its pair's path
     hi = np.zeros(nf, np.uint64)
     lo = np.zeros(nf, np.uint64)
-    _paths(F, src, dst, plane.astype(np.int64), sport_req.astype(np.int64), fwd, ev, flows["size"].astype(np.int64),
-           p["mtu"], sw.framing_bytes, cfg_switch_latency_ps, ideal, hi, lo)
+    _paths(F, src[pair], dst[pair], plane[pair].astype(np.int64), sport_req[pair].astype(np.int64), fwd, ev[pair],
+           flows["size"].astype(np.int64), p["mtu"], sw.framing_bytes, cfg_switch_latency_ps, ideal, hi, lo)
     if fwd == ST.FWD_SRV6:
-        hi_r = np.zeros(nf, np.uint64)
-        lo_r = np.zeros(nf, np.uint64)
+        hi_r = np.zeros(npair, np.uint64)
+        lo_r = np.zeros(npair, np.uint64)
         _paths(F, dst, src, plane.astype(np.int64), sport_resp.astype(np.int64), fwd, ev,
-               np.ones(nf, np.int64), p["mtu"], sw.framing_bytes, 0, np.zeros(nf, np.int64), hi_r, lo_r)
-        R["hi"][req], R["lo"][req], R["hi"][resp], R["lo"][resp] = hi, lo, hi_r, lo_r
+               np.ones(npair, np.int64), p["mtu"], sw.framing_bytes, 0, np.zeros(npair, np.int64), hi_r, lo_r)
+        R["hi"][req], R["lo"][req], R["hi"][resp], R["lo"][resp] = hi[firsts], lo[firsts], hi_r, lo_r
     rp = np.zeros(1, roce.RP)
     line = int(topo.port[0]["rate"])
     rp[0] = np.array((
@@ -221,8 +226,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
 
 def memory(topo, flows: np.ndarray, p: dict) -> int:
     """Bytes `setup` allocates for these flows (nothing is allocated here; `emulator.memory` adds it to
-    the run's estimate): two endpoints and two ROCE rows per flow, and a dozen per-flow columns."""
-    return len(flows) * (2 * (ST.EP.itemsize + roce.ROCE.itemsize) + 12 * 8)
+    the run's estimate): two endpoints and two ROCE rows per QP pair, and a dozen per-flow columns."""
+    return pairs.count(flows) * 2 * (ST.EP.itemsize + roce.ROCE.itemsize) + len(flows) * 12 * 8
 
 
 def flow_series(T, E, flows: list, t: int) -> dict:
@@ -245,5 +250,5 @@ def flow_series(T, E, flows: list, t: int) -> dict:
         out["alpha"].append(a if r["cc_on"] else float("nan"))  # no rate limiter yet
         out["cnps"].append(int(r["cnps"]))
         out["cuts"].append(int(r["cuts"]))
-        out["acked_bytes"].append(min(int(r["snd_una"]) * rp["mtu"], int(r["size"])))
+        out["acked_bytes"].append(min(max(int(r["snd_una"]) - int(r["base"]), 0) * rp["mtu"], int(r["size"])))
     return out

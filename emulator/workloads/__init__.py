@@ -50,45 +50,106 @@ class Builder:
 
     KINDS = {"oneshot": ST.TRIG_ONESHOT, "multishot": ST.TRIG_MULTISHOT, "barrier": ST.TRIG_BARRIER}
 
+    # one list per FLOW column, in this order (`build`)
+    COLUMNS = ("src", "dst", "size", "start", "job", "coll", "cm_id", "trigger", "send_trig", "recv_trig", "delay",
+               "conn")
+
     def __init__(self):
-        self.rows: list[tuple] = []
+        self.cols: dict[str, list] = {c: [] for c in self.COLUMNS}
         self.trig_kind: list[int] = []
         self.trig_count: list[int] = []
         self.trig_links: list[tuple[int, int]] = []  # (trigger, trigger it activates)
         self.collectives: list[Collective] = []
         self.jobs: dict[int, object] = {}  # job index -> its job-level record (`training.JobGraph`)
+        self.conns: dict[tuple, int] = {}  # connection key -> id (`connection`)
+
+    @property
+    def n_flows(self) -> int:
+        return len(self.cols["src"])
 
     def flow(self, src, dst, size, start_us=None, job=0, coll=-1, cm_id=0, trigger=-1, send_trig=-1,
-             recv_trig=-1, delay_ps=0) -> int:
-        """A flow; started at ``start_us``, or by ``trigger`` (then ``delay_ps`` after it fires)."""
+             recv_trig=-1, delay_ps=0, conn=-1) -> int:
+        """A flow; started at ``start_us``, or by ``trigger`` (then ``delay_ps`` after it fires); a message on
+        connection ``conn`` (`connection`) if given, else on a QP pair of its own."""
         if src == dst:
             raise ValueError("flow from a host to itself")
         start = -1 if start_us is None else int(round(start_us * US))
-        self.rows.append((int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig, recv_trig,
-                          int(delay_ps)))
-        return len(self.rows) - 1
+        for c, v in zip(self.COLUMNS, (int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig,
+                                       recv_trig, int(delay_ps), int(conn))):
+            self.cols[c].append(v)
+        return self.n_flows - 1
+
+    def flows(self, src: list, dst: list, size: int, start_ps: list, job: int, coll: int, trigger: list,
+              delay_ps: list, conn: list) -> range:
+        """Flows in bulk (lists of Python ints, one entry per flow; ``start_ps`` -1 for a triggered flow), the
+        same as that many `flow` calls; returns their ids."""
+        n = len(src)
+        if any(a == b for a, b in zip(src, dst)):
+            raise ValueError("flow from a host to itself")
+        f0 = self.n_flows
+        c = self.cols
+        c["src"] += src
+        c["dst"] += dst
+        c["size"] += [int(size)] * n
+        c["start"] += start_ps
+        c["job"] += [job] * n
+        c["coll"] += [coll] * n
+        c["cm_id"] += [0] * n
+        c["trigger"] += trigger
+        c["send_trig"] += [-1] * n
+        c["recv_trig"] += [-1] * n
+        c["delay"] += delay_ps
+        c["conn"] += conn
+        return range(f0, f0 + n)
+
+    def set_triggers(self, f: int, send_trig=None, recv_trig=None) -> None:
+        """Set flow f's send-done and / or receive-done trigger."""
+        if send_trig is not None:
+            self.cols["send_trig"][f] = send_trig
+        if recv_trig is not None:
+            self.cols["recv_trig"][f] = recv_trig
+
+    def connection(self, key: tuple) -> int:
+        """The id of the connection named ``key`` (created on first use): one QP pair whose messages (flows given
+        this id) are sent one after another. Its key must name the sender and receiver."""
+        return self.conns.setdefault(key, len(self.conns))
+
+    def connections(self, prefix: tuple, src: list, dst: list) -> list:
+        """`connection` of ``prefix + (src[i], dst[i])`` for every i."""
+        d = self.conns
+        return [d.setdefault(prefix + (a, b), len(d)) for a, b in zip(src, dst)]
 
     def trigger(self, kind: str, count: int = 0) -> int:
         self.trig_kind.append(self.KINDS[kind])
         self.trig_count.append(int(count))
         return len(self.trig_kind) - 1
 
+    def triggers(self, kind: str, n: int, count: int = 0) -> range:
+        """n triggers at once (the same as n `trigger` calls); returns their ids."""
+        t0 = len(self.trig_kind)
+        self.trig_kind += [self.KINDS[kind]] * n
+        self.trig_count += [int(count)] * n
+        return range(t0, t0 + n)
+
     def link(self, t: int, u: int) -> None:
         """Trigger t, when it fires, activates trigger u (once per firing, as a flow's trigger would)."""
         self.trig_links.append((int(t), int(u)))
+
+    def links(self, t: int, us) -> None:
+        """`link` t to each of ``us``."""
+        t = int(t)
+        self.trig_links += [(t, u) for u in np.asarray(us, np.int64).tolist()]
 
     def collective(self, name, job, kind, flows) -> int:
         self.collectives.append(Collective(name, job, kind, np.asarray(flows, np.int64)))
         return len(self.collectives) - 1
 
     def build(self) -> FlowSet:
-        n = len(self.rows)
+        n = self.n_flows
         fl = np.zeros(n, ST.FLOW)
-        if n:
-            a = np.array(self.rows, dtype=np.int64)
-            fl["src"], fl["dst"], fl["size"], fl["start"] = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-            fl["job"], fl["coll"], fl["cm_id"], fl["trigger"] = a[:, 4], a[:, 5], a[:, 6], a[:, 7]
-            fl["send_trig"], fl["recv_trig"], fl["delay"] = a[:, 8], a[:, 9], a[:, 10]
+        for c in self.COLUMNS:
+            fl[c] = np.array(self.cols[c], dtype=np.int64)
+        fl["msg_next"] = -1
         fl["t_start"] = fl["t_send_done"] = fl["t_recv_done"] = -1
         fl["ep"] = -1
         nt = len(self.trig_kind)

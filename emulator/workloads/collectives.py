@@ -4,7 +4,13 @@ Each function adds one collective's flows to a `workloads.Builder` for a
 group of hosts. Its members start on a trigger each (``start[i]``, a trigger
 id; -1: at ``start_us``), ``delay_ps[i]`` later (the member's compute phase);
 ``channels`` parallel connections (NCCL's channels: one QP each, so ECMP sees
-``channels`` distinct 5-tuples) carry a share each.
+``channels`` distinct 5-tuples) carry a share each. Given a communicator name
+``comm``, a member's messages to one peer on one channel are messages on one
+connection (`Builder.connection`, keyed by job, ``comm``, channel, sender and
+receiver): NCCL opens a communicator's connections once and reuses them for
+every collective, so a QP keeps what it learnt (MRC's EV health, DCQCN's
+rate) from one iteration to the next. Without ``comm`` every flow has a QP
+pair of its own (htsim's model of a connection matrix).
 
 - `ring_schedule` / `ring`: NCCL's ring algorithm (reduce-scatter then
   all-gather around a ring, 2 (m - 1) steps), or a two-level hierarchical
@@ -38,6 +44,10 @@ import numpy as np
 
 from mrc.units import US
 
+# How a job's messages map onto QP pairs: "reuse" (a communicator's connection per peer and channel, as NCCL
+# does), or "per-message" (a QP pair for every message, as htsim's connection matrices have it)
+CONNECTIONS = ("reuse", "per-message")
+
 
 def ring_schedule(m: int, nbytes: int, channels: int, chunk_bytes: int, algorithm: str, local: int):
     """The steps of one channel's all-reduce of ``nbytes / channels``: a list of (successor of each member, bytes)."""
@@ -64,9 +74,23 @@ def ring_schedule(m: int, nbytes: int, channels: int, chunk_bytes: int, algorith
     return one * loops
 
 
+_FUSED: dict = {}  # id(schedule), steps_per_flow -> (schedule, its `fuse`): a job's groups share one schedule
+
+
 def fuse(schedule, steps_per_flow: int) -> list:
     """The flows of one member and channel: (successor of each member, bytes, steps fused), consecutive steps
     towards the same successor fused up to `steps_per_flow` at a time."""
+    hit = _FUSED.get((id(schedule), steps_per_flow))
+    if hit is not None and hit[0] is schedule:
+        return hit[1]
+    out = _fuse(schedule, steps_per_flow)
+    if len(_FUSED) > 64:
+        _FUSED.clear()
+    _FUSED[(id(schedule), steps_per_flow)] = (schedule, out)
+    return out
+
+
+def _fuse(schedule, steps_per_flow: int) -> list:
     out: list = []
     for succ, nb in schedule:
         if out and out[-1][2] < steps_per_flow and out[-1][0] is succ:
@@ -83,46 +107,48 @@ def coarse(schedule, steps_per_flow: int) -> bool:
     return any(k > 1 for _, _, k in fuse(schedule, steps_per_flow))
 
 
+def _conn(b, comm, job, ch, src, dst):
+    return -1 if comm is None else b.connection((job, comm, ch, int(src), int(dst)))
+
+
 def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us, job, coll, done,
-         member_done=None, member_sent=None):
+         member_done=None, member_sent=None, comm=None):
     """Flows of a ring collective over ``hosts`` (see the module text); returns (flow ids, bytes sent per member).
     ``member_done[i]`` is activated once per channel by member i's last receipt, or, with fused steps
-    (`coarse`), once by ``done``."""
+    (`coarse`), once by ``done``. (Flows and triggers are added a step at a time, in bulk: 131,072-host jobs.)"""
     m = len(hosts)
     fused = fuse(schedule, steps_per_flow)
-    whole = coarse(schedule, steps_per_flow)
+    whole = any(k > 1 for _, _, k in fused)  # `coarse`
     ids = []
     sent = np.zeros(m, np.int64)
-    for _ch in range(channels):
+    src = [int(h) for h in hosts]
+    first_start = [-1 if start[i] >= 0 else int(round((start_us + delay_ps[i] / US) * US)) for i in range(m)]
+    first_trig = [int(start[i]) if start[i] >= 0 else -1 for i in range(m)]
+    first_delay = [int(delay_ps[i]) if start[i] >= 0 else 0 for i in range(m)]
+    for ch in range(channels):
         prev = None  # flow id of each member's previous flow
         for j, (succ, nb, _k) in enumerate(fused):
-            cur = [0] * m
-            if j > 0:
-                bar = [b.trigger("barrier", 2) for _ in range(m)]
+            dst = [src[succ[i]] for i in range(m)]
+            conn = [-1] * m if comm is None else b.connections((job, comm, ch), src, dst)
+            if j == 0:
+                cur = b.flows(src, dst, nb, first_start, job, coll, first_trig, first_delay, conn)
+            else:
+                bar = b.triggers("barrier", m, 2)
                 psucc = fused[j - 1][0]
                 for i in range(m):
-                    set_triggers(b, prev[i], send_trig=bar[i])  # my own previous flow sent
-                    set_triggers(b, prev[i], recv_trig=bar[psucc[i]])  # the data my successor forwards next
-            for i in range(m):
-                if j == 0:
-                    if start[i] < 0:
-                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, start_us + delay_ps[i] / US, job=job, coll=coll)
-                    else:
-                        cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=start[i],
-                                        delay_ps=delay_ps[i])
-                else:
-                    cur[i] = b.flow(hosts[i], hosts[succ[i]], nb, None, job=job, coll=coll, trigger=bar[i])
-                sent[i] += nb
-                ids.append(cur[i])
+                    # my own previous flow sent; the data my successor forwards next
+                    b.set_triggers(prev[i], send_trig=bar[i], recv_trig=bar[psucc[i]])
+                cur = b.flows(src, dst, nb, [-1] * m, job, coll, list(bar), [0] * m, conn)
+            sent += nb
+            ids += cur
             prev = cur
         last = fused[-1][0]
         for i in range(m):
             mine = None if member_done is None or whole else member_done[last[i]]
-            set_triggers(b, prev[i], recv_trig=receipt(b, done, mine),
-                         send_trig=None if member_sent is None else member_sent[i])
+            b.set_triggers(prev[i], recv_trig=receipt(b, done, mine),
+                           send_trig=None if member_sent is None else member_sent[i])
     if whole and member_done is not None:
-        for i in range(m):
-            b.link(done, member_done[i])
+        b.links(done, member_done[:m])
     return ids, sent
 
 
@@ -136,43 +162,41 @@ def receipt(b, done, mine):
     return t
 
 
-def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=None):
+def alltoall(b, hosts, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=None,
+             comm=None):
     """Flows of an all-to-all; returns (flow ids, bytes sent per member)."""
     m = len(hosts)
     per = max(1, -(-nbytes // (m * channels)))
     ids = []
     sent = np.zeros(m, np.int64)
-    for _ch in range(channels):
+    for ch in range(channels):
         for i in range(m):
             for r in range(1, m):
                 d = (i + r) % m
                 ids.append(_first(b, hosts[i], hosts[d], per, start[i], delay_ps[i], start_us, job, coll,
                                   receipt(b, done, None if on_recv is None else on_recv[d]),
-                                  -1 if on_sent is None else on_sent[i]))
+                                  -1 if on_sent is None else on_sent[i], _conn(b, comm, job, ch, hosts[i], hosts[d])))
                 sent[i] += per
     return ids, sent
 
 
-def send(b, src, dst, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=-1):
+def send(b, src, dst, nbytes, channels, start, delay_ps, start_us, job, coll, done, on_recv=None, on_sent=-1,
+         comm=None):
     """Flows of a point-to-point send; returns (flow ids, bytes sent)."""
     per = max(1, -(-nbytes // channels))
-    ids = [_first(b, src, dst, per, start, delay_ps, start_us, job, coll, receipt(b, done, on_recv), on_sent)
-           for _ in range(channels)]
+    ids = [_first(b, src, dst, per, start, delay_ps, start_us, job, coll, receipt(b, done, on_recv), on_sent,
+                  _conn(b, comm, job, ch, src, dst))
+           for ch in range(channels)]
     return ids, per * channels
 
 
-def _first(b, src, dst, nb, start, delay_ps, start_us, job, coll, on_recv, on_sent):
+def _first(b, src, dst, nb, start, delay_ps, start_us, job, coll, on_recv, on_sent, conn=-1):
     if start < 0:
         return b.flow(src, dst, nb, start_us + delay_ps / US, job=job, coll=coll, recv_trig=on_recv,
-                      send_trig=on_sent)
+                      send_trig=on_sent, conn=conn)
     return b.flow(src, dst, nb, None, job=job, coll=coll, trigger=start, delay_ps=delay_ps, recv_trig=on_recv,
-                  send_trig=on_sent)
+                  send_trig=on_sent, conn=conn)
 
 
 def set_triggers(b, f, send_trig=None, recv_trig=None):
-    row = list(b.rows[f])
-    if send_trig is not None:
-        row[8] = send_trig
-    if recv_trig is not None:
-        row[9] = recv_trig
-    b.rows[f] = tuple(row)
+    b.set_triggers(f, send_trig=send_trig, recv_trig=recv_trig)

@@ -178,7 +178,8 @@ def parse_keys(t: Table, n: int, base_dir) -> dict:
          "local": t.int("local", 1, lo=1),
          "channels": t.int("channels", 1, lo=1, hi=64),
          "chunk_bytes": t.int("chunk_bytes", NCCL_CHUNK_BYTES, lo=1),
-         "steps_per_flow": t.int("steps_per_flow", 1, lo=1)}
+         "steps_per_flow": t.int("steps_per_flow", 1, lo=1),
+         "connections": t.choice("connections", CO.CONNECTIONS, "reuse")}
     if p["algorithm"] == "hierarchical":
         for o in tr.ops:
             m = len(tr.groups[o.group]) if o.group else 0
@@ -196,6 +197,10 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
     n = tr.hosts
     hosts = np.asarray(hosts, np.int64)[:n]
     ch = p["channels"]
+
+    def comm(name):  # the communicator whose connections an op's messages use (None: a QP pair per message)
+        return name if p["connections"] == "reuse" else None
+
     done: dict[int, int] = {}
     has_dep: set[int] = set()
     start_ps = int(round(p["start_us"] * US))
@@ -217,7 +222,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             members = np.array([o.src, o.dst])
             done[o.id] = b.trigger("barrier", ch)
             ids, s = CO.send(b, hosts[o.src], hosts[o.dst], o.nbytes, ch, start, delay, p["start_us"], j, c,
-                             done[o.id])
+                             done[o.id], comm=comm("p2p"))
             per = np.array([s, 0])
         else:
             members = np.asarray(tr.groups[o.group], np.int64)
@@ -229,11 +234,11 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
                 sched = CO.ring_schedule(m, o.nbytes, ch, p["chunk_bytes"], p["algorithm"], local)
                 done[o.id] = b.trigger("barrier", m * ch)
                 ids, per = CO.ring(b, hosts[members], sched, ch, p["steps_per_flow"], starts, delays, p["start_us"], j,
-                                   c, done[o.id])
+                                   c, done[o.id], comm=comm(f"group:{o.group}"))
             else:
                 done[o.id] = b.trigger("barrier", m * (m - 1) * ch)
                 ids, per = CO.alltoall(b, hosts[members], o.nbytes, ch, starts, delays, p["start_us"], j, c,
-                                       done[o.id])
+                                       done[o.id], comm=comm(f"group:{o.group}"))
         sent[members] += per
         b.collective(f"job{j}.op{o.id}.{o.kind}", j, o.kind, ids)
         groups.append(Group(f"op{o.id}", o.kind, members, [done[o.id]]))

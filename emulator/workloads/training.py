@@ -29,6 +29,12 @@ its own compute of iteration k ended, and a collective's buffers are free, as
 NCCL's kernel ends only when its sends are done).
 The first iteration starts at ``start_us``.
 
+``connections = "reuse"`` (the default) sends a rank's messages to one peer of
+one communicator (a group's collective) on one channel over one connection,
+reused from iteration to iteration as NCCL reuses the connections it opens
+when a communicator is created (`collectives`); ``"per-message"`` gives every
+message a QP pair of its own (the model of htsim's connection matrices).
+
 `generate` also returns a `JobGraph`: the triggers whose firing times are
 each host's iteration boundaries, the compute times, the bytes each host
 sent per iteration and the groups' done triggers, from which
@@ -86,7 +92,8 @@ def parse(t: Table, n: int) -> dict:
                "dp_algorithm": t.choice("dp_algorithm", ("ring", "hierarchical"), "ring"),
                "channels": t.int("channels", 1, lo=1, hi=64),
                "chunk_bytes": t.int("chunk_bytes", NCCL_CHUNK_BYTES, lo=1),
-               "steps_per_flow": t.int("steps_per_flow", 1, lo=1)}
+               "steps_per_flow": t.int("steps_per_flow", 1, lo=1),
+               "connections": t.choice("connections", CO.CONNECTIONS, "reuse")}
     for d in ("tp", "ep", "pp"):
         p[d] = t.int(d, 1, lo=1, hi=n)
     rest = p["tp"] * p["ep"] * p["pp"]
@@ -178,11 +185,14 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
     ranks = rank_hosts(p, np.asarray(hosts, np.int64), topo.hosts_per_leaf, rng)
     comp, slow = compute_times(p, n, rng)
     ch = p["channels"]
+
+    def comm(name):  # the communicator whose connections a collective's messages use (None: a QP pair per message)
+        return name if p["connections"] == "reuse" else None
+
     # ready[i, k]: the barrier that fires when rank i has every input of iteration k (k >= 1)
     ready = np.full((n, K + 1), -1, np.int64)
     for k in range(1, K + 1):
-        for i in range(n):
-            ready[i, k] = b.trigger("barrier", 0)
+        ready[:, k] = b.triggers("barrier", n, 0)
     need = np.zeros(n, np.int64)  # inputs per iteration (the same every iteration)
     sent = np.zeros((n, K), np.int64)
     groups: list[Group] = []
@@ -216,7 +226,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             c = len(b.collectives)
             done = b.trigger("barrier", len(r) * ch)
             ids, s = CO.ring(b, ranks[r], sched, ch, p["steps_per_flow"], start[r], delay[r], p["start_us"], j, c,
-                             done, member_done=nxt[r], member_sent=nxt[r])
+                             done, member_done=nxt[r], member_sent=nxt[r], comm=comm(f"{d}{g}"))
             sent[r, k] += s
             b.collective(f"job{j}.it{k}.{d}{g}", j, f"allreduce-{p['dp_algorithm'] if d == 'dp' else 'ring'}", ids)
             groups[gi].done.append(done)
@@ -225,7 +235,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             c = len(b.collectives)
             done = b.trigger("barrier", len(r) * (len(r) - 1) * ch)
             ids, s = CO.alltoall(b, ranks[r], p["ep_bytes"], ch, start[r], delay[r], p["start_us"], j, c, done,
-                                 nxt[r], nxt[r])
+                                 nxt[r], nxt[r], comm=comm(f"ep{g}"))
             sent[r, k] += s
             b.collective(f"job{j}.it{k}.ep{g}", j, "alltoall", ids)
             groups[gi].done.append(done)
@@ -237,9 +247,9 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             for s_ in range(len(r) - 1):
                 a, z = r[s_], r[s_ + 1]
                 f1, n1 = CO.send(b, ranks[a], ranks[z], p["pp_bytes"], ch, start[a], delay[a], p["start_us"], j, c,
-                                 done, nxt[z], nxt[a])
+                                 done, nxt[z], nxt[a], comm=comm(f"pp{g}"))
                 f2, n2 = CO.send(b, ranks[z], ranks[a], p["pp_bytes"], ch, start[z], delay[z], p["start_us"], j, c,
-                                 done, nxt[a], nxt[z])
+                                 done, nxt[a], nxt[z], comm=comm(f"pp{g}"))
                 sent[a, k] += n1
                 sent[z, k] += n2
                 ids += f1 + f2
@@ -247,8 +257,8 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             groups[gi].done.append(done)
             gi += 1
     for k in range(1, K + 1):
-        for i in range(n):
-            b.trig_count[ready[i, k]] = int(need[i])
+        for i, t in enumerate(ready[:, k].tolist()):
+            b.trig_count[t] = int(need[i])
     rate = float(topo.port[topo.nic_port(int(ranks[0]), 0)]["rate"]) * topo.n_planes
     # ideal: the slowest compute, then the most bytes a host sends at its NIC's full rate (the collectives'
     # bandwidth bound: 2 (m - 1) / m of the buffer for a ring all-reduce)

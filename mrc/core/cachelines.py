@@ -138,11 +138,39 @@ def _prefetch_impl(arr, i):
     return None
 
 
+HUGE_PAGE = 2 << 20  # bytes of a transparent huge page (x86-64, arm64 with 4 KB base pages)
+HUGE_FROM = 64 << 20  # tables at least this large ask for huge pages
+
+
 def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     """A zeroed array whose first element starts on an `align`-byte boundary (rows of 64 bytes
-    are then one cache line each, rows of 208 straddle as few lines as they can)."""
+    are then one cache line each, rows of 208 straddle as few lines as they can).
+
+    A table of `HUGE_FROM` bytes or more starts on a huge-page boundary and asks the kernel for
+    transparent huge pages (Linux ``madvise(MADV_HUGEPAGE)``, which the default ``madvise`` mode
+    honours; elsewhere nothing happens): 2 MB pages instead of 4 KB ones take 512 times fewer page
+    faults when the table is first written (the 131k fabric's MRC EV table is 4.3 GB) and far fewer
+    TLB misses when packets touch rows at random. The contents are the same zeros either way."""
     dtype = np.dtype(dtype)
     n = int(np.prod(shape)) * dtype.itemsize
+    if n >= HUGE_FROM:
+        align = max(align, HUGE_PAGE)
     raw = np.zeros(n + align, np.uint8)
     off = (-raw.ctypes.data) % align
-    return raw[off: off + n].view(dtype).reshape(shape)
+    out = raw[off: off + n].view(dtype).reshape(shape)
+    if n >= HUGE_FROM:
+        _advise_huge(raw.ctypes.data + off, n - n % HUGE_PAGE)
+    return out
+
+
+def _advise_huge(addr: int, length: int) -> None:
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux") or length <= 0:
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(length), 14)  # MADV_HUGEPAGE; a refusal changes nothing
+    except (OSError, AttributeError):
+        return

@@ -82,9 +82,9 @@ def allocate(
     return CoreTables(
         qp=aligned_zeros(n_qp, D.QP),  # line-aligned: its field groups are whole lines (D.QP_LINES)
         ev=aligned_zeros((rows(n_ev_rows), max_ev), D.EV),
-        ev_order=np.zeros((rows(n_ev_rows), max_ev), dtype=np.uint16),
-        tx=np.zeros((rows(n_tx_rows), window), dtype=D.TX),
-        rx=np.zeros((rows(n_rx_rows), window), dtype=D.RX),
+        ev_order=aligned_zeros((rows(n_ev_rows), max_ev), np.uint16),
+        tx=aligned_zeros((rows(n_tx_rows), window), D.TX),
+        rx=aligned_zeros((rows(n_rx_rows), window), D.RX),
         wr=np.zeros((rows(n_wr_rows), max_wr), dtype=D.WR),
         rq=np.zeros((rows(n_rq_rows), max_recv), dtype=D.RQ),
         mr=np.zeros(n_mr, dtype=D.MR),
