@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrc.core.cachelines import aligned_zeros
 from mrc.emulator import capture
 from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
@@ -18,7 +19,6 @@ from mrc.emulator.events import HEAP, MAX_ID, heap_new
 from mrc.emulator.ideal import fabric_best
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
-from mrc.cachelines import aligned_zeros
 from mrc.errors import ConfigError
 from mrc.units import US, serialization_ps
 
