@@ -14,6 +14,11 @@ Sources and choices (docs/protocol.md):
   retransmit (NETH has no MPR: the responder's window comes from the SACKs).
   UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0 semantics for the codes;
   the reactions are our reading.)
+- What SACKs, NACKs and timeouts say about an EV goes to the QP's EV policy,
+  and only there (`evpolicy.on_feedback`: FB_SACK, FB_ACKED per newly
+  acknowledged PSN for policies that take it, FB_NACK, FB_LOSS, FB_TIMEOUT);
+  MRC's reaction (SKIP, ASSUMED_BAD) is `evset.path_evidence`. The packets
+  still in flight on a lost packet's EV are resent when that reaction retired it.
 - Every SACK, NACK and AETH NAK is checked against the requester's window
   before it changes anything (a peer's packet is hostile until it fits): a
   NACK or AETH NAK must name a PSN that was sent (and, for an AETH NAK or an
