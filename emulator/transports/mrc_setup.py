@@ -20,7 +20,8 @@ Parameters (``[transport]`` keys; defaults and sources):
 =======================  ==========================  ================================================
 key                      default                     meaning / source
 =======================  ==========================  ================================================
-ev_policy                per transport               "MRC", "ONE", "OBLIVIOUS", "REPS" (docs/protocol.md)
+ev_policy                per transport               any registered policy (`evpolicy.NAMES`: "MRC",
+                                                     "ONE", "OBLIVIOUS", "REPS", "P2C"; docs/protocol.md)
 ev_count                 256 (``ar``: one per plane)  EVs per profile, spread evenly over the planes;
                                                      capped at the pair's distinct paths (MANI: "128 to
                                                      256 entries, distributed equally across all
@@ -89,7 +90,7 @@ import numpy as np
 
 from mrc._jit import njit
 from mrc.core import dtypes as D
-from mrc.core import setup as core_setup
+from mrc.core import evpolicy, setup as core_setup
 from mrc.core import tables
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
@@ -104,7 +105,6 @@ from mrc.units import US, serialization_ps
 from mrc.wire.constants import Opcode
 from mrc.wire.packet import ext_len
 
-POLICY_CODES = {n: k for k, n in enumerate(D.EV_POLICY_NAMES)}
 IP_UDP_BYTES = 40 + 40 + 8  # outer IPv6 (the SRv6 carrier), inner IPv6, UDP (mrc-public-notes 2.1)
 BTH_ICRC_BYTES = 12 + 4
 
@@ -167,7 +167,7 @@ def parse(t: Table, topo, v: Variant) -> dict:
     p = dict(
         name=v.NAME,
         forwarding=v.forwarding,
-        ev_policy=t.choice("ev_policy", tuple(D.EV_POLICY_NAMES), v.policy),
+        ev_policy=t.choice("ev_policy", evpolicy.NAMES, v.policy),
         ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535),
         ev_active_target=t.int("ev_active_target", 128, lo=1, hi=65535),
         ev_min_active=t.int("ev_min_active", None, lo=0),

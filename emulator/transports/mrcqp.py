@@ -34,7 +34,7 @@ import numpy as np
 
 from mrc.core import dispatch as cdisp
 from mrc.core import dtypes as D
-from mrc.core import evset, qp as core_qp, setup as core_setup
+from mrc.core import evpolicy, evset, qp as core_qp, setup as core_setup
 from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
@@ -253,23 +253,16 @@ def prefetch_tx(E, T, slot):
 def _note_next(T, ep, plane, n_planes):
     """Note in ``mrc_next`` the rows endpoint ep reads first when next asked for a packet on
     `plane` (its QP row and visiting order are cached now: it just sent). In its slot of that
-    plane, the EV row (a requester's next slot in the plane's rotation, unknown when a new,
-    shuffled cycle starts next; a responder's reverse EV) and the visiting-order entry; in its
-    plane-0 slot, a requester's TX slot and work request."""
+    plane, the EV row and the visiting-order entry (a requester's: its EV policy's
+    `evpolicy.next_ev_hint`; a responder's: its reverse EV); in its plane-0 slot, a requester's TX
+    slot and work request."""
     core = T.core
     q = core.qp[ep]
     nx = T.mrc_next[ep * n_planes + plane]
     r = np.int64(q["ev_row"])
-    k = np.int64(-1)
     if q["tx_row"] >= 0:
-        start = np.int64(q["plane_start"][plane])
-        size = np.int64(q["plane_start"][plane + 1]) - start
-        pos = np.int64(q["rot_pos"][plane])
-        if pos < size:
-            k = start + np.int64(core.ev_order[r, start + pos])
-        else:
-            pos = 0  # a new cycle: the shuffle rewrites the order, then reads its start
-        nx[NX_ORDER] = (r << 24) | (start + pos) if size > 0 else -1
+        k, o = evpolicy.next_ev_hint(core, ep, plane)
+        nx[NX_ORDER] = (r << 24) | o if o >= 0 else -1
         nx0 = T.mrc_next[ep * n_planes]
         nx0[NX_TX] = (np.int64(q["tx_row"]) << 24) | (np.int64(q["sq_psn"]) & (core.tx.shape[1] - 1))
         nx0[NX_WR] = (np.int64(q["wr_row"]) << 24) | (np.int64(q["wr_next"]) % core.wr.shape[1])

@@ -32,6 +32,7 @@ from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, loss, requester, responder
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.requester import tx_slot
+from mrc.core.rotation import next_plane
 from mrc.wire.constants import M_NONE, Opcode
 
 K_NONE = 0
@@ -85,10 +86,10 @@ def control_slot(T, i, plane_hint, port_mask, now):
     if planes == 0:
         return -1
     n = i64(q["n_planes"])
-    for step in range(n):
-        p = (i64(plane_hint) + step) % n
-        if (planes >> p) & 1 == 0:
-            continue
+    while planes != 0:
+        p = next_plane(planes, i64(plane_hint), n)
+        if p < 0:
+            return -1
         k = q["rev_ev"][p]
         if q["rev_fresh"][p] == 0 and k >= 0 and evset.is_usable(T.ev[q["ev_row"], k]["state"]):
             return k
@@ -98,6 +99,7 @@ def control_slot(T, i, plane_hint, port_mask, now):
             if q["rev_fresh"][p] > 0:
                 q["rev_fresh"][p] -= 1  # evidence that control packets were lost: the next EV (`evset.drop_rev_ev`)
             return k
+        planes &= ~(i64(1) << p)
     return -1
 
 
@@ -162,10 +164,10 @@ def _next_probe(T, i, now, port_mask, out, k):
     if q["rev_probe_due"] and q["rev_probe_slot"] < 0:
         n = i64(q["n_planes"])
         planes = evset.plane_mask(T, i) & port_mask
-        for step in range(n):
-            p = (i64(q["rev_plane_cursor"]) + step) % n
-            if (planes >> p) & 1 == 0:
-                continue
+        while planes != 0:
+            p = next_plane(planes, i64(q["rev_plane_cursor"]), n)
+            if p < 0:
+                break
             s = evset.pick_in_plane(T, i, p, now)
             if s >= 0:
                 requester.build_probe(T, i, out, k, s, now)
@@ -174,6 +176,7 @@ def _next_probe(T, i, now, port_mask, out, k):
                 q["rev_probe_timeout"] = now + 2 * q["srtt"] + q["reorder_window_ps"]
                 q["rev_probe_due"] = 0
                 return K_PROBE
+            planes &= ~(i64(1) << p)
     return K_NONE
 
 
@@ -281,7 +284,7 @@ def on_timer(T, i, now):
         # is only not adopted: retiring it would hold the peer's path against ours
         if q["rev_probe_miss_bad"]:
             T.ev[q["ev_row"], s]["losses"] += 1
-            evset.ev_input(T, i, s, D.EVI_LOSS, now)
+            evpolicy.on_feedback(T, i, s, D.FB_LOSS, 0, now)
     if now >= q["rev_probe_deadline"]:
         if now < q["rx_active_until"] and now >= q["tx_active_until"]:
             q["rev_probe_due"] = 1

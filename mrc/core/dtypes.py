@@ -104,12 +104,16 @@ ERR_WIMM_OVERFLOW = 20  # more Write-with-Immediate stashed than max_wimm_dest
 ERR_NO_RECV = 21  # Write-with-Immediate arrived with no posted receive (RNR unsupported)
 ERR_REMOTE_FATAL = 22  # NACK UNEXP_EVENT from the peer
 
-# EV selection policies (QP attribute ``ev_policy``; `evpolicy` implements them).
-EVP_MRC = 0  # MRC: spray over the active set, per-EV health (the default)
-EVP_ONE = 1  # one EV per QP (ECMP-like), moved only when it is retired or its plane goes down
-EVP_OBLIVIOUS = 2  # oblivious spraying over every EV of the profile, no per-EV health
-EVP_REPS = 3  # REPS: recycle EVs whose SACKs came back unmarked; freeze / explore after losses
-EV_POLICY_NAMES = ("MRC", "ONE", "OBLIVIOUS", "REPS")
+# EV selection policies: the QP attribute ``ev_policy`` is a policy's position in the registry
+# (`evpolicy.POLICIES`; `evpolicy.EVP_*` name the built-in ones). The feedback a policy gets
+# (`evpolicy.on_feedback(T, i, slot, kind, value, now)`), evidence about one EV slot:
+FB_ACKED = 1  # a SACK newly acknowledged a PSN last sent on the EV (value: the SACK's M); only to
+#               policies that ask for it (TAKES_ACKED), one call per PSN
+FB_SACK = 2  # a SACK (or probe answer) reflected the EV (value: its M field)
+FB_NACK = 3  # a NACK named a PSN sent on the EV (value: the NACK reason code)
+FB_LOSS = 4  # a packet on the EV was declared lost without a SACK or trim: RACK, or an unanswered
+#              reverse-EV probe with rev_probe_miss_bad (value 0)
+FB_TIMEOUT = 5  # the retransmission timeout declared a packet on the EV lost (value 0)
 REPS_MAX_BUFFER = 8
 
 # Congestion control algorithms (CC profile `algorithm`).
@@ -206,7 +210,7 @@ _QP_GROUPS = [
         ("dest_qpn", np.uint32),
         ("local_ports", np.uint32),  # bit p: local NIC port (plane) p is up
         ("remote_ports", np.uint32),  # bit p: the peer's port p is up (port status updates)
-        ("ev_policy", np.uint8),  # EVP_*: how data EVs are chosen (evpolicy.py)
+        ("ev_policy", np.uint8),  # how data EVs are chosen: position in evpolicy.POLICIES
         ("dscp_ctrl", np.uint8),
         ("rev_plane_cursor", np.uint8),
     ]),
@@ -226,7 +230,7 @@ _QP_GROUPS = [
         ("n_ev", np.uint16),
         ("plane_start", np.uint16, (MAX_PLANES + 1,)),  # EV slots of plane p: [plane_start[p], plane_start[p+1])
         ("rot_pos", np.uint16, (MAX_PLANES,)),  # position in each plane's current visiting order
-        ("ev_pin", np.int16),  # EVP_ONE: the EV slot in use (-1: none yet)
+        ("ev_pin", np.int16),  # policy ONE: the EV slot in use (-1: none yet)
         ("rel_probe_slot", np.int16),  # the reliability probe's EV slot
         ("probe_id", np.uint16),
         ("plane_cursor", np.uint8),
@@ -305,7 +309,7 @@ _QP_GROUPS = [
         ("ev_probe_interval_ps", np.int64),
         ("ev_first_probe_ps", np.int64),  # a retired EV's first probe, this long after retirement
         ("rev_probe_interval_ps", np.int64),
-        ("reps_freeze_ps", np.int64),  # EVP_REPS: how long a freeze lasts (config)
+        ("reps_freeze_ps", np.int64),  # policy REPS: how long a freeze lasts (config)
         ("reps_unfreeze", np.int64),  # when the current freeze ends
         ("rtx_pkts", np.int64),
         ("nacks_rx", np.int64),
@@ -328,7 +332,7 @@ _QP_GROUPS = [
         ("nack_ts", np.uint16, (8,)),
         ("ev_active_target", np.uint16),  # active EVs wanted in total (spread over planes)
         ("ev_min_active", np.uint16),
-        ("reps_explore", np.uint16),  # EVP_REPS: random EVs to explore after a freeze (config)
+        ("reps_explore", np.uint16),  # policy REPS: random EVs to explore after a freeze (config)
         ("reps_explore_left", np.uint16),  # random EVs still to explore
         ("reps_buf", np.int16, (REPS_MAX_BUFFER,)),  # EV slots whose SACK came back unmarked
         ("nack_reason", np.uint8, (8,)),
@@ -343,7 +347,7 @@ _QP_GROUPS = [
         ("rack", np.uint8),  # 1: RACK loss detection (extension; 0: losses found by RTO, trims and probes only)
         ("rto_retire", np.uint8),  # 1: an RTO retires every EV with data in flight (extension; 0: the oldest's only)  # 1: EVs a SACK-less timeout retired are probed at once when SACKs resume
         ("ev_event_mask", np.uint8),  # bit 0: report ASSUMED_BAD, bit 1: report GOOD
-        ("reps_buffer", np.uint8),  # EVP_REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
+        ("reps_buffer", np.uint8),  # policy REPS: entries of the recycle buffer (<= REPS_MAX_BUFFER)
         ("reps_head", np.uint8),  # next buffer entry written
         ("reps_n", np.uint8),  # entries written so far (<= reps_buffer)
         ("reps_valid", np.uint8),  # bit j: entry j is fresh (not reused yet)

@@ -1,4 +1,4 @@
-"""The EV set of a QP: per-EV health, the active/backup split, and EV selection.
+"""The EV set of a QP: per-EV health, the active/backup split, and picking an EV within a plane.
 
 Rules and sources (docs/protocol.md has the full table):
 
@@ -13,7 +13,7 @@ Rules and sources (docs/protocol.md has the full table):
   the per-plane active counts differ by at most one (`rebalance`). A plane
   that runs out of usable EVs keeps the ones it has; the other planes keep
   their full share. Planes never borrow EVs from each other: traffic is
-  divided between planes by the plane rotation in `select_ev`, not by the
+  divided between planes by the plane rotation (`rotation.next_plane`), not by the
   size of their active sets, so every plane keeps carrying the same amount
   of traffic (MANI 3.2: "every plane carries the same amount of traffic").
 - ``ev_min_active``: a retirement that would leave fewer usable EVs than this
@@ -21,13 +21,15 @@ Rules and sources (docs/protocol.md has the full table):
   (mrc_ctl.h: "Min number of EVs that must remain active to avoid ... marking
   too many EVs as ASSUMED_BAD"; what happens at the floor is not public: our
   choice).
-- Selection: the NIC asks for a packet on one of the ports that have room
-  (``port_mask``, like GetSendParams in MANI 3.3); planes are taken round
-  robin among the usable ones; within a plane the EVs are visited in a
-  pseudo-random order (a permutation re-drawn from the QP's seeded generator
-  every cycle, kept in ``ev_order``), so every active EV carries one packet
-  per cycle and QPs sharing a profile do not synchronise (MANI: "pseudo-random EV
-  selection").
+- Path health from feedback (`path_evidence`): an ECN-marked SACK (M =
+  SKIP_ONCE) or a TRIMMED NACK skips the EV, a loss (RACK or timeout) or a SACK
+  with M = ALWAYS_SKIP retires it (MANI 3.4-3.6). The policies that keep MRC's
+  path health (`evp.mrc`, `evp.one`) feed their evidence here; the others do
+  not, and their EVs change state only by probes, the rotation and the
+  controller.
+- Within a plane (`pick_in_plane`): the EVs are visited in the plane's seeded
+  rotation (`rotation.rotation_next`), so every active EV carries one packet
+  per cycle. Which plane, and which policy, is `evpolicy`'s.
 """
 from __future__ import annotations
 
@@ -39,8 +41,11 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
+from mrc.core.rotation import new_cycle, rotation_next
+from mrc.wire.constants import M_ALWAYS_SKIP, M_SKIP_ONCE, NackReason
 
 _G, _S, _B, _X, _U = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED, D.EV_UNUSED
+NR_TRIMMED = int(NackReason.TRIMMED)
 
 # EV_FSM[state, input] -> next state. Inputs are the EVI_* constants, in order:
 #           ECN_SACK TRIM  ALWAYS_SKIP LOSS PROBE_OK PROBE_ECN ROTATION CTL_DENY CTL_GOOD CTL_BAD
@@ -51,20 +56,6 @@ EV_FSM = np.array(
         [_B, _B, _B, _B, _G, _S, _B, _X, _G, _B],  # ASSUMED_BAD
         [_X, _X, _X, _X, _X, _X, _X, _X, _G, _X],  # DENIED: only the controller brings it back
         [_U, _U, _U, _U, _U, _U, _U, _U, _U, _U],  # UNUSED slot
-    ],
-    dtype=np.uint8,
-)
-
-# EV_POLICY_INPUT[policy, input]: 1 where the per-EV state machine takes the input under that
-# EV selection policy (`evpolicy`). OBLIVIOUS and REPS have no MRC path health: congestion and
-# loss signals leave EV states alone; probes and the controller still act.
-#                      ECN_SACK TRIM ALWAYS_SKIP LOSS PROBE_OK PROBE_ECN ROTATION CTL_DENY CTL_GOOD CTL_BAD
-EV_POLICY_INPUT = np.array(
-    [
-        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1],  # MRC
-        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1],  # ONE
-        [0, 0, 0, 0, 1, 1, 1, 1, 1, 1],  # OBLIVIOUS
-        [0, 0, 0, 0, 1, 1, 1, 1, 1, 1],  # REPS
     ],
     dtype=np.uint8,
 )
@@ -93,20 +84,6 @@ def usable_count(T, i):
 
 
 @njit_core
-def new_cycle(T, i, p, size):
-    """Draw a fresh visiting order for plane `p` (Fisher-Yates over its slots of ``ev_order``)."""
-    q = T.qp[i]
-    order = T.ev_order[q["ev_row"]]
-    start = i64(q["plane_start"][p])
-    for j in range(size - 1, 0, -1):
-        r = below(T.qp, i, j + 1)
-        tmp = order[start + j]
-        order[start + j] = order[start + r]
-        order[start + r] = tmp
-    q["rot_pos"][p] = 0
-
-
-@njit_core
 def setup_planes(T, i):
     """Index the EV slots by plane (slots must be sorted by plane) and start each rotation."""
     q = T.qp[i]
@@ -128,20 +105,6 @@ def setup_planes(T, i):
         if size > 0:
             new_cycle(T, i, p, size)
     rebalance(T, i)
-
-
-@njit_core(inline="always")
-def rotation_next(T, i, p, start, size):
-    """The next slot of plane `p`'s EV rotation (slots start .. start + size - 1), advancing it; a
-    finished cycle starts a new shuffled one."""
-    q = T.qp[i]
-    if q["rot_pos"][p] >= size:
-        new_cycle(T, i, p, size)
-    order = T.ev_order[q["ev_row"]]
-    pos = i64(q["rot_pos"][p])
-    k = start + i64(order[start + pos])
-    q["rot_pos"][p] = pos + 1
-    return k
 
 
 @njit_core
@@ -170,25 +133,6 @@ def plane_mask(T, i):
     """Planes this QP may send on now: local port up and the peer's port up."""
     q = T.qp[i]
     return i64(q["local_ports"]) & i64(q["remote_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
-
-
-@njit_core
-def select_ev(T, i, port_mask, now):
-    """The EV slot for the next data packet, on a plane in `port_mask`, or -1."""
-    q = T.qp[i]
-    planes = plane_mask(T, i) & port_mask
-    n_planes = i64(q["n_planes"])
-    if planes == 0:
-        return -1
-    for step in range(n_planes):
-        p = (i64(q["plane_cursor"]) + step) % n_planes
-        if (planes >> p) & 1 == 0:
-            continue
-        k = pick_in_plane(T, i, p, now)
-        if k >= 0:
-            q["plane_cursor"] = (p + 1) % n_planes
-            return k
-    return -1
 
 
 @njit_core
@@ -239,8 +183,6 @@ def ev_input(T, i, k, inp, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]
     old = e["state"]
-    if EV_POLICY_INPUT[q["ev_policy"], inp] == 0:
-        return old
     new = EV_FSM[old, inp]
     if new == old:
         return old
@@ -273,6 +215,24 @@ def ev_input(T, i, k, inp, now):
     elif is_usable(new) and (old == D.EV_ASSUMED_BAD or old == D.EV_DENIED):
         _report(T, i, k, D.EV_GOOD, now)
     return new
+
+
+@njit_core
+def path_evidence(T, i, k, kind, value, now):
+    """MRC path health: the per-EV state machine's input for feedback `kind` (``FB_*``, with its
+    `value`, as `evpolicy.on_feedback` gets them) about EV slot `k`. ACKs and unmarked SACKs leave
+    the EV alone; SKIP_ONCE -> ECN_SACK, ALWAYS_SKIP -> ALWAYS_SKIP, a TRIMMED NACK -> TRIM_NACK
+    (TRIMMED_LASTHOP: no penalty, MANI 3.5), a loss or timeout -> LOSS (MANI 3.4-3.6)."""
+    if kind == D.FB_SACK:
+        if value == M_SKIP_ONCE:
+            ev_input(T, i, k, D.EVI_ECN_SACK, now)
+        elif value == M_ALWAYS_SKIP:
+            ev_input(T, i, k, D.EVI_ALWAYS_SKIP, now)
+    elif kind == D.FB_NACK:
+        if value == NR_TRIMMED:
+            ev_input(T, i, k, D.EVI_TRIM_NACK, now)
+    elif kind == D.FB_LOSS or kind == D.FB_TIMEOUT:
+        ev_input(T, i, k, D.EVI_LOSS, now)
 
 
 @njit_core(inline="always")

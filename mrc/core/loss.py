@@ -14,6 +14,11 @@ Sources and choices (docs/protocol.md):
   retransmit (NETH has no MPR: the responder's window comes from the SACKs).
   UNEXP_EVENT: fatal, the QP enters ERROR. (UET 1.0 semantics for the codes;
   the reactions are our reading.)
+- What SACKs, NACKs and timeouts say about an EV goes to the QP's EV policy,
+  and only there (`evpolicy.on_feedback`: FB_SACK, FB_ACKED per newly
+  acknowledged PSN for policies that take it, FB_NACK, FB_LOSS, FB_TIMEOUT);
+  MRC's reaction (SKIP, ASSUMED_BAD) is `evset.path_evidence`. The packets
+  still in flight on a lost packet's EV are resent when that reaction retired it.
 - Every SACK, NACK and AETH NAK is checked against the requester's window
   before it changes anything (a peer's packet is hostile until it fits): a
   NACK or AETH NAK must name a PSN that was sent (and, for an AETH NAK or an
@@ -57,7 +62,7 @@ from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
 from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
-from mrc.wire.constants import M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason
+from mrc.wire.constants import M_NONE, M_SKIP_ONCE, NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
@@ -120,10 +125,9 @@ def _retire_ev_after_loss(T, i, slot, now, timeout):
     q = T.qp[i]
     e = T.ev[q["ev_row"], slot]
     e["losses"] += 1
-    if timeout and q["ev_policy"] == D.EVP_REPS:
-        evpolicy.feedback(T, i, slot, evpolicy.FB_TIMEOUT, now)
     before = e["state"]
-    after = evset.ev_input(T, i, slot, D.EVI_LOSS, now)
+    evpolicy.on_feedback(T, i, slot, D.FB_TIMEOUT if timeout else D.FB_LOSS, 0, now)
+    after = e["state"]  # the policy decides whether evidence moves EV states (MRC: ASSUMED_BAD)
     if after == D.EV_ASSUMED_BAD and before != D.EV_ASSUMED_BAD:
         psn = q["una_psn"]
         while psn_diff(q["sq_psn"], psn) > 0:
@@ -305,14 +309,14 @@ def on_sack(T, i, p, now):
         if ent["state"] != D.TX_FREE and ent["ev_slot"] >= 0 and T.ev[q["ev_row"], ent["ev_slot"]]["ev"] == p["entropy"]:
             trig_send = ent["send_time"]
             slot = ent["ev_slot"]
-    # REPS (reps_per_psn): an unmarked SACK recycles the EV of every PSN it newly acknowledges
-    recycle = q["ev_policy"] == D.EVP_REPS and p["m"] == M_NONE and q["reps_per_psn"] != 0
+    # a policy that asks for it (REPS) hears of every PSN this SACK newly acknowledges
+    per_psn = evpolicy.takes_acked(T, i)
     newly = 0
     while psn_diff(new_una, q["una_psn"]) > 0:
         ent = tx_slot(T, q, q["una_psn"])
         got = _acked(q, ent, now)
-        if recycle and got > 0:
-            evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+        if per_psn and got > 0:
+            evpolicy.on_feedback(T, i, ent["ev_slot"], D.FB_ACKED, p["m"], now)
         newly += got
         ent["state"] = D.TX_FREE
         q["una_psn"] = psn_add(q["una_psn"], 1)
@@ -325,8 +329,8 @@ def on_sack(T, i, p, now):
                 ent = tx_slot(T, q, psn)
                 if ent["state"] == D.TX_INFLIGHT or ent["state"] == D.TX_LOST:
                     got = _acked(q, ent, now)
-                    if recycle and got > 0:
-                        evpolicy.feedback(T, i, i64(ent["ev_slot"]), evpolicy.FB_GOOD, now)
+                    if per_psn and got > 0:
+                        evpolicy.on_feedback(T, i, ent["ev_slot"], D.FB_ACKED, p["m"], now)
                     newly += got
                     ent["state"] = D.TX_SACKED
     rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
@@ -345,14 +349,10 @@ def on_sack(T, i, p, now):
                 if q["rel_probe_seq"] > q["rack_seq"]:
                     q["rack_seq"] = q["rel_probe_seq"]
             _probe_answer(T, i, slot, p["m"], now)
-        if p["m"] == M_NONE and q["ev_policy"] == D.EVP_REPS and q["reps_per_psn"] == 0:
-            evpolicy.feedback(T, i, slot, evpolicy.FB_GOOD, now)
         if p["m"] == M_SKIP_ONCE:
             q["ecn_sacks_rx"] += 1
             e["ecn_marks"] += 1
-            evset.ev_input(T, i, slot, D.EVI_ECN_SACK, now)
-        elif p["m"] == M_ALWAYS_SKIP:
-            evset.ev_input(T, i, slot, D.EVI_ALWAYS_SKIP, now)
+        evpolicy.on_feedback(T, i, slot, D.FB_SACK, p["m"], now)
     if newly > 0:
         c = T.cc[q["cc_profile"]]
         nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
@@ -392,15 +392,16 @@ def on_nack(T, i, p, now):
     # packet is simply resent (below) and the window is learnt from the SACKs' SETH mpr
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
         return
-    if reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP:
+    trimmed = reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP
+    if trimmed:
         q["trims_rx"] += 1
         nscc.trim(q, T.cc[q["cc_profile"]], ent["length"], rtt, now)
-        if not ev_matches:
-            slot = evset.find_slot(T, i, p["entropy"])
-        if slot >= 0:
+    if not ev_matches:
+        slot = evset.find_slot(T, i, p["entropy"])
+    if slot >= 0:
+        if trimmed:
             T.ev[q["ev_row"], slot]["trims"] += 1
-            if reason == NR_TRIMMED:
-                evset.ev_input(T, i, slot, D.EVI_TRIM_NACK, now)
+        evpolicy.on_feedback(T, i, slot, D.FB_NACK, reason, now)  # MRC: TRIMMED skips the EV
 
 
 @njit_core(inline="always")

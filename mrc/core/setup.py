@@ -42,8 +42,9 @@ rto_retire              1               ours: an RTO retires every EV with data
                                         in flight (0: the oldest packet's only)
 ts_unit_ps              8 ns            ours (TSETH wraps at 524 us: it only tells
                                         transmissions apart; RTTs use send times)
-ev_policy               0 (MRC)         EV selection policy (evpolicy.py): 0 MRC,
-                                        1 ONE, 2 OBLIVIOUS, 3 REPS
+ev_policy               0 (MRC)         EV selection policy (evpolicy.py): its
+                                        position in evpolicy.REGISTRY (0 MRC, 1 ONE,
+                                        2 OBLIVIOUS, 3 REPS, 4 P2C) or its name
 reps_buffer             8               REPS paper / UEC htsim recycle buffer
 reps_reuse              1               uses of each recycled EV (htsim's
                                         ``repsMaxLifetimeEntropy``)
@@ -113,7 +114,7 @@ QP_DEFAULTS = {
     "emulate_access": 0,
     "ev_event_mask": 3,
     "trim_nack_dest": 1,
-    "ev_policy": D.EVP_MRC,
+    "ev_policy": evpolicy.EVP_MRC,
     "reps_buffer": D.REPS_MAX_BUFFER,
     "reps_reuse": 1,
     "reps_per_psn": 1,
@@ -154,7 +155,7 @@ QP_BOUNDS = {
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
     "trim_nack_dest": (0, 1),
-    "ev_policy": (0, len(D.EV_POLICY_NAMES) - 1),
+    "ev_policy": (0, len(evpolicy.NAMES) - 1),
     "reps_buffer": (1, D.REPS_MAX_BUFFER),
     "reps_reuse": (1, 255),
     "reps_per_psn": (0, 1),
@@ -249,11 +250,11 @@ def write_cc(T, index: int, prof: dict) -> None:
 
 
 def ev_policy_code(value) -> int:
-    """An EV selection policy given by name ("MRC", "ONE", "OBLIVIOUS", "REPS", any case) or code."""
+    """An EV selection policy given by name (one of `evpolicy.NAMES`, any case) or code."""
     if isinstance(value, str):
-        names = [n.lower() for n in D.EV_POLICY_NAMES]
+        names = [n.lower() for n in evpolicy.NAMES]
         if value.lower() not in names:
-            raise ConfigError("qp.ev_policy", value, f"unknown EV selection policy (one of {', '.join(D.EV_POLICY_NAMES)})")
+            raise ConfigError("qp.ev_policy", value, f"unknown EV selection policy (one of {', '.join(evpolicy.NAMES)})")
         return names.index(value.lower())
     return value
 

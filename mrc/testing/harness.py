@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mrc.core import dispatch, dtypes as D, qp as core_qp, setup, tables
+from mrc.core import dispatch, dtypes as D, evpolicy, qp as core_qp, setup, tables
 from mrc.core.psn import psn_diff
 from mrc.core.rng import seed_state
 from mrc.units import NS, US
@@ -247,7 +247,7 @@ class Pair:
             st = T.ev[i, slot]["state"]
             if st != D.EV_GOOD:
                 raise InvariantError(f"data packet PSN {pkt['psn']} sent on EV slot {slot} in state {D.EV_STATE_NAMES[st]}")
-            if (i, slot) in self.retired and q["ev_floor_hits"] == 0 and q["ev_policy"] in (D.EVP_MRC, D.EVP_ONE):
+            if (i, slot) in self.retired and q["ev_floor_hits"] == 0 and evpolicy.PATH_HEALTH[q["ev_policy"]]:
                 raise InvariantError(f"new data on blackholed EV slot {slot} after its first timeout")
             if q["inflight"] > max(q["cwnd"], pkt["payload_len"]) + 1e-9:
                 raise InvariantError(f"inflight {q['inflight']} exceeds cwnd {q['cwnd']}")

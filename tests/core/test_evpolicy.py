@@ -1,4 +1,4 @@
-"""EV selection policies (`evpolicy`): MRC (default), ONE, OBLIVIOUS, REPS."""
+"""EV selection policies (`evpolicy`): MRC (default), ONE, OBLIVIOUS, REPS, P2C; the registry."""
 from __future__ import annotations
 
 from collections import Counter
@@ -10,8 +10,10 @@ from mrc.core import dispatch, dtypes as D, evpolicy, evset, setup
 from mrc.errors import ConfigError
 from mrc.testing.harness import Network, Pair, PathFault
 from mrc.units import US
+from mrc.wire.constants import M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, NackReason
 
 MTU = 4096
+G, S, B = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD
 
 
 def data_evs(pair, i=0):
@@ -27,7 +29,7 @@ def recording(**kw) -> Pair:
 
 def test_default_policy_is_mrc_and_names_map_to_codes():
     pair = Pair()
-    assert int(pair.qp(0)["ev_policy"]) == D.EVP_MRC
+    assert int(pair.qp(0)["ev_policy"]) == evpolicy.EVP_MRC
     assert [setup.ev_policy_code(n) for n in ("mrc", "ONE", "Oblivious", "reps")] == [0, 1, 2, 3]
     with pytest.raises(ConfigError, match="ev_policy"):
         setup.ev_policy_code("ecmp")
@@ -35,13 +37,35 @@ def test_default_policy_is_mrc_and_names_map_to_codes():
         Pair(ev_policy=7)
 
 
-def test_the_policy_input_table_keeps_health_only_for_mrc_and_one():
-    health = [D.EVI_ECN_SACK, D.EVI_TRIM_NACK, D.EVI_ALWAYS_SKIP, D.EVI_LOSS]
-    for pol in (D.EVP_MRC, D.EVP_ONE):
-        assert all(evset.EV_POLICY_INPUT[pol, x] for x in range(D.N_EV_INPUTS))
-    for pol in (D.EVP_OBLIVIOUS, D.EVP_REPS):
-        assert not any(evset.EV_POLICY_INPUT[pol, x] for x in health)
-        assert all(evset.EV_POLICY_INPUT[pol, x] for x in (D.EVI_CTL_DENY, D.EVI_CTL_GOOD, D.EVI_CTL_BAD))
+@pytest.mark.parametrize("name", evpolicy.NAMES)
+def test_feedback_moves_ev_states_only_under_policies_with_path_health(name):
+    pair = Pair(n_planes=1, evs_per_plane=8, ev_policy=name)
+    T = pair.T
+    evpolicy.on_feedback(T, 0, 1, D.FB_SACK, M_SKIP_ONCE, 0)
+    evpolicy.on_feedback(T, 0, 2, D.FB_NACK, int(NackReason.TRIMMED), 0)
+    evpolicy.on_feedback(T, 0, 3, D.FB_NACK, int(NackReason.TRIMMED_LASTHOP), 0)
+    evpolicy.on_feedback(T, 0, 4, D.FB_LOSS, 0, 0)
+    evpolicy.on_feedback(T, 0, 5, D.FB_TIMEOUT, 0, 0)
+    evpolicy.on_feedback(T, 0, 6, D.FB_SACK, M_ALWAYS_SKIP, 0)
+    evpolicy.on_feedback(T, 0, 7, D.FB_SACK, M_NONE, 0)
+    states = [int(s) for s in T.ev[0, :8]["state"]]
+    if evpolicy.PATH_HEALTH[evpolicy.CODE[name]]:
+        assert states == [G, S, S, G, B, B, B, G]  # MRC 3.4-3.6: ECN / trim skip, loss retires
+    else:
+        assert states == [G] * 8
+    # the controller's and the probes' inputs act under every policy
+    evset.ev_input(T, 0, 0, D.EVI_CTL_DENY, 0)
+    assert T.ev[0, 0]["state"] == D.EV_DENIED
+
+
+def test_registry_rejects_a_module_that_breaks_the_interface():
+    with pytest.raises(ValueError, match="lacks"):
+        evpolicy._load(("mrc.core.evp.mrc", "mrc.core.rotation"))
+    with pytest.raises(ValueError, match="MRC must stay first"):
+        evpolicy._load(("mrc.core.evp.one", "mrc.core.evp.mrc"))
+    with pytest.raises(ValueError, match="unique"):
+        evpolicy._load(("mrc.core.evp.mrc", "mrc.core.evp.mrc"))
+    assert len(evpolicy.POLICIES) <= evpolicy.MAX_POLICIES
 
 
 # ---------------------------------------------------------------- ONE
@@ -137,7 +161,7 @@ def test_reps_reuses_the_oldest_ev_whose_sack_came_back_unmarked():
     pair = reps_pair()
     T = pair.T
     for slot in (5, 9, 2):
-        evpolicy.feedback(T, 0, slot, evpolicy.FB_GOOD, 0)
+        evpolicy.on_feedback(T, 0, slot, D.FB_ACKED, M_NONE, 0)
     assert [select(pair) for _ in range(3)] == [5, 9, 2]  # oldest first, each used once
     q = pair.qp(0)
     assert int(q["reps_valid"]) == 0
@@ -148,8 +172,8 @@ def test_reps_reuses_the_oldest_ev_whose_sack_came_back_unmarked():
 
 def test_reps_reuses_a_recycled_ev_as_many_times_as_one_sack_stands_for():
     pair = reps_pair(reps_reuse=3)
-    evpolicy.feedback(pair.T, 0, 5, evpolicy.FB_GOOD, 0)
-    evpolicy.feedback(pair.T, 0, 6, evpolicy.FB_GOOD, 0)
+    evpolicy.on_feedback(pair.T, 0, 5, D.FB_ACKED, M_NONE, 0)
+    evpolicy.on_feedback(pair.T, 0, 6, D.FB_ACKED, M_NONE, 0)
     assert [select(pair) for _ in range(6)] == [5, 5, 5, 6, 6, 6]
     q = Pair(ev_policy="REPS", ack_every_pkts=4).qp(0)
     assert int(q["reps_reuse"]) == 1 and int(q["reps_per_psn"]) == 1  # defaults: htsim's lifetime 1, per PSN
@@ -158,7 +182,7 @@ def test_reps_reuses_a_recycled_ev_as_many_times_as_one_sack_stands_for():
 def test_reps_buffer_keeps_the_newest_entries():
     pair = reps_pair(reps_buffer=4)
     for slot in range(10):
-        evpolicy.feedback(pair.T, 0, slot, evpolicy.FB_GOOD, 0)
+        evpolicy.on_feedback(pair.T, 0, slot, D.FB_ACKED, M_NONE, 0)
     assert [select(pair) for _ in range(4)] == [6, 7, 8, 9]
 
 
@@ -167,19 +191,19 @@ def test_reps_freezes_after_a_timeout_reuses_the_cache_admits_good_evs_then_expl
     pair = reps_pair(reps_buffer=4, reps_explore=16, reps_freeze_ps=freeze)
     T = pair.T
     for slot in (3, 4, 5):
-        evpolicy.feedback(T, 0, slot, evpolicy.FB_GOOD, 0)
-    evpolicy.feedback(T, 0, 3, evpolicy.FB_TIMEOUT, 10)
+        evpolicy.on_feedback(T, 0, slot, D.FB_ACKED, M_NONE, 0)
+    evpolicy.on_feedback(T, 0, 3, D.FB_TIMEOUT, 0, 10)
     q = pair.qp(0)
     assert q["reps_frozen"] == 1
-    evpolicy.feedback(T, 0, 20, evpolicy.FB_GOOD, 11)  # still admitted while frozen (htsim)
+    evpolicy.on_feedback(T, 0, 20, D.FB_ACKED, M_NONE, 11)  # still admitted while frozen (htsim)
     assert int(q["reps_n"]) == 4
     assert [select(pair, 12) for _ in range(9)] == [3, 4, 5, 20, 3, 4, 5, 20, 3]  # the cache in turn, fresh or not
     # the freeze ends: the buffer is emptied and 16 random EVs are explored
     assert select(pair, 10 + freeze) >= 0
     assert q["reps_frozen"] == 0 and int(q["reps_n"]) == 0
     assert int(q["reps_explore_left"]) == 15
-    evpolicy.feedback(T, 0, 7, evpolicy.FB_GOOD, 20 + freeze)
-    evpolicy.feedback(T, 0, 7, evpolicy.FB_TIMEOUT, 20 + freeze)  # exploring: a timeout does not freeze
+    evpolicy.on_feedback(T, 0, 7, D.FB_ACKED, M_NONE, 20 + freeze)
+    evpolicy.on_feedback(T, 0, 7, D.FB_TIMEOUT, 0, 20 + freeze)  # exploring: a timeout does not freeze
     assert q["reps_frozen"] == 0
     for _ in range(15):
         select(pair, 30 + freeze)
@@ -251,16 +275,7 @@ def test_reps_transfer_recycles_unmarked_evs_and_avoids_marked_ones():
     assert max(counts.values()) > 2 * len(evs) / 32
 
 
-def test_reps_policy_takes_no_ev_health_inputs():
-    pair = reps_pair()
-    evset.ev_input(pair.T, 0, 1, D.EVI_LOSS, 0)
-    evset.ev_input(pair.T, 0, 2, D.EVI_ECN_SACK, 0)
-    assert pair.T.ev[0, 1]["state"] == D.EV_GOOD and pair.T.ev[0, 2]["state"] == D.EV_GOOD
-    evset.ev_input(pair.T, 0, 2, D.EVI_CTL_DENY, 0)
-    assert pair.T.ev[0, 2]["state"] == D.EV_DENIED
-
-
-@pytest.mark.parametrize("policy", ["MRC", "ONE", "OBLIVIOUS", "REPS"])
+@pytest.mark.parametrize("policy", evpolicy.NAMES)
 def test_every_policy_completes_a_lossy_transfer_exactly_once(policy):
     net = Network(default=PathFault(loss=0.02, ecn=0.05))
     pair = Pair(n_planes=2, evs_per_plane=8, ev_policy=policy, network=net, seed=11)
@@ -273,7 +288,62 @@ def test_the_library_api_takes_ev_policy_by_name(two_devices):
 
     conn = two_devices.connect(rts={"ev_policy": "oblivious"})
     T = two_devices.a.T
-    assert int(T.qp[conn.qa.index]["ev_policy"]) == D.EVP_OBLIVIOUS
-    assert conn.qa.query()["ev_policy"] == D.EVP_OBLIVIOUS
+    assert int(T.qp[conn.qa.index]["ev_policy"]) == evpolicy.EVP_OBLIVIOUS
+    assert conn.qa.query()["ev_policy"] == evpolicy.EVP_OBLIVIOUS
     with pytest.raises(UsageError, match="ev_policy"):
         conn.qb.modify("RTS", ev_policy="ecmp")
+
+
+# ---------------------------------------------------------------- P2C (the worked example)
+
+
+def test_p2c_takes_the_lower_rtt_of_two_random_draws():
+    n = 8
+    pair = Pair(n_planes=1, evs_per_plane=n, ev_active_target=n, ev_policy="P2C", seed=5)
+    T = pair.T
+    T.ev[0, :n]["last_rtt"] = [(k + 1) * 1000 for k in range(n)]  # slot k: the k-th fastest
+    picks = Counter(select(pair) for _ in range(6400))
+    for k in range(n):
+        # the minimum of two uniform draws is slot k with probability ((n - k)^2 - (n - k - 1)^2) / n^2
+        want = 6400 * ((n - k) ** 2 - (n - k - 1) ** 2) / n ** 2
+        assert abs(picks[k] - want) < 5 * want ** 0.5 + 5, (k, picks[k], want)
+
+
+def test_p2c_passes_over_skip_and_retired_evs_and_prefers_unmeasured_ones():
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_active_target=4, ev_policy="P2C", seed=2)
+    T = pair.T
+    T.ev[0, :4]["last_rtt"] = [5000, 5000, 5000, 0]  # slot 3 has no sample yet
+    evpolicy.on_feedback(T, 0, 1, D.FB_LOSS, 0, 0)  # retired (path health kept)
+    evpolicy.on_feedback(T, 0, 2, D.FB_SACK, M_SKIP_ONCE, 0)  # skipped once
+    picks = [select(pair) for _ in range(200)]
+    assert 1 not in picks
+    assert T.ev[0, 2]["state"] == G  # its skip was consumed when a draw passed it
+    assert Counter(picks)[3] > Counter(picks)[0]
+
+
+# ---------------------------------------------------------------- next_ev_hint
+
+
+@pytest.mark.parametrize("name", evpolicy.NAMES)
+def test_next_ev_hint_changes_nothing_and_names_what_select_takes(name):
+    pair = Pair(n_planes=2, evs_per_plane=8, ev_active_target=16, ev_policy=name, seed=4)
+    T = pair.T
+    if name == "REPS":
+        for slot in (3, 12):
+            evpolicy.on_feedback(T, 0, slot, D.FB_ACKED, M_NONE, 0)
+    hits = 0
+    for step in range(40):
+        plane = step % 2
+        qp_before, ev_before, order_before = T.qp[0].tobytes(), T.ev[0].tobytes(), T.ev_order[0].tobytes()
+        k, o = (int(x) for x in evpolicy.next_ev_hint(T, 0, plane))
+        assert (T.qp[0].tobytes(), T.ev[0].tobytes(), T.ev_order[0].tobytes()) == (qp_before, ev_before, order_before)
+        got = int(evpolicy.select_ev(T, 0, 1 << plane, step))
+        if k >= 0:
+            assert T.ev[0, k]["plane"] == plane
+            hits += k == got
+        if o >= 0:
+            assert 0 <= o < 16
+    if name in ("MRC", "OBLIVIOUS"):
+        assert hits >= 30  # every pick but a new cycle's first
+    if name == "ONE":
+        assert hits >= 19  # the pinned EV, on its plane

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mrc.core import dtypes as D, evset
+from mrc.core import dtypes as D, evpolicy, evset
 from mrc.testing.harness import Pair
 
 MTU = 4096
@@ -100,7 +100,7 @@ def test_selection_visits_every_active_ev_once_per_cycle_alternating_planes():
     pair = Pair(n_planes=2, evs_per_plane=8, ev_active_target=8)
     T = pair.T
     act = {k for k in range(16) if T.ev[0, k]["active"]}
-    picks = [evset.select_ev(T, 0, 0xFF, 0) for _ in range(3 * len(act))]
+    picks = [evpolicy.select_ev(T, 0, 0xFF, 0) for _ in range(3 * len(act))]
     assert [int(T.ev[0, k]["plane"]) for k in picks[:8]] == [0, 1] * 4
     for c in range(3):
         assert set(picks[c * 8:(c + 1) * 8]) == act  # one packet per active EV per cycle
@@ -110,10 +110,10 @@ def test_selection_visits_every_active_ev_once_per_cycle_alternating_planes():
 def test_selection_respects_the_port_mask_and_port_status():
     pair = Pair(n_planes=2, evs_per_plane=4)
     T = pair.T
-    assert {int(T.ev[0, evset.select_ev(T, 0, 0b10, 0)]["plane"]) for _ in range(8)} == {1}
+    assert {int(T.ev[0, evpolicy.select_ev(T, 0, 0b10, 0)]["plane"]) for _ in range(8)} == {1}
     pair.qp(0)["remote_ports"] = 0b01
-    assert evset.select_ev(T, 0, 0b10, 0) == -1  # the only allowed port's plane is down at the peer
-    assert {int(T.ev[0, evset.select_ev(T, 0, 0xFF, 0)]["plane"]) for _ in range(8)} == {0}
+    assert evpolicy.select_ev(T, 0, 0b10, 0) == -1  # the only allowed port's plane is down at the peer
+    assert {int(T.ev[0, evpolicy.select_ev(T, 0, 0xFF, 0)]["plane"]) for _ in range(8)} == {0}
 
 
 def test_a_skipped_ev_misses_exactly_one_turn():
@@ -121,7 +121,7 @@ def test_a_skipped_ev_misses_exactly_one_turn():
     T = pair.T
     evset.ev_input(T, 0, 2, D.EVI_ECN_SACK, 0)
     assert T.ev[0, 2]["state"] == S and T.ev[0, 2]["active"]  # skipped, still in the active set
-    picks = [evset.select_ev(T, 0, 0xFF, 0) for _ in range(7)]
+    picks = [evpolicy.select_ev(T, 0, 0xFF, 0) for _ in range(7)]
     assert picks.count(2) == 1 and 2 not in picks[:3]  # skipped once, then back
     assert T.ev[0, 2]["state"] == G
 
