@@ -255,9 +255,14 @@ def from_dir(path, params: CL.Params | None = None) -> dict:
         drops = np.array(ev["drop_count"], np.int64)
     except (ValueError, KeyError) as exc:
         raise ConfigError("results", str(d), f"a CSV file is malformed: {exc}") from None
+    # the flow each event's QP carried (QP 2k / 2k + 1 are pair k's ends; a run has at most one pair per flow)
     f = np.array(ev["flow"], np.int64) if "flow" in ev else qp // 2
+    if len(qp) and (qp.min() < 0 or qp.max() >= 2 * len(src)):
+        bad = int(qp.max()) if qp.max() >= 2 * len(src) else int(qp.min())
+        raise ConfigError("ev_events.csv", bad, f"a QP of no flow (the run has {len(src)} flows)")
     if len(f) and (f.min() < 0 or f.max() >= len(src)):
-        raise ConfigError("ev_events.csv", int(qp.max()), f"a QP of no flow (the run has {len(src)} flows)")
+        raise ConfigError("ev_events.csv", int(f.max()) if f.max() >= len(src) else int(f.min()),
+                          f"a flow the run does not have (it has {len(src)})")
     req = qp % 2 == 0
     loc = CL.Localizer(topo, params)
     keep = state >= 0
