@@ -283,17 +283,6 @@ def test_every_policy_completes_a_lossy_transfer_exactly_once(policy):
     assert int(pair.qp(1)["rx_bytes"]) == 200 * MTU
 
 
-def test_the_library_api_takes_ev_policy_by_name(two_devices):
-    from mrc.errors import UsageError
-
-    conn = two_devices.connect(rts={"ev_policy": "oblivious"})
-    T = two_devices.a.T
-    assert int(T.qp[conn.qa.index]["ev_policy"]) == evpolicy.EVP_OBLIVIOUS
-    assert conn.qa.query()["ev_policy"] == evpolicy.EVP_OBLIVIOUS
-    with pytest.raises(UsageError, match="ev_policy"):
-        conn.qb.modify("RTS", ev_policy="ecmp")
-
-
 # ---------------------------------------------------------------- P2C (the worked example)
 
 
