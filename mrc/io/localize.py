@@ -3,7 +3,8 @@
 ``mrc io transfer --mode native --pairs h0:h2,h1:h4,h3:h5 [--fail-link p0.t0.0:u1 --fail-at-ms 150]
 [--netem-link p1.t0.2:u0 --netem-loss 5]`` runs one `mrc.io.transfer.run_transfer` per pair (each
 host in one pair: an endpoint owns its host's UDP port 4791), all in one trio loop with one clock.
-It takes the link down ``--fail-at-ms`` after the last transfer's first timed write (`mrc.fabric.netns.link_down`) and puts
+The transfers start their clocks together (once every pair has probed its paths and done its warm-up write);
+it takes the link down ``--fail-at-ms`` after that common start (`mrc.fabric.netns.link_down`) and puts
 ``tc netem loss`` on the other link's interfaces (both ends; an nftables egress rule that drops at
 random where the kernel has no netem) for the whole run. Then the localiser
 (`mrc.ctl.localizer`) reads what the endpoints' controllers saw, the EV events of every QP and the
@@ -141,14 +142,24 @@ async def run_several(args) -> dict:
                 eps.append((await stack.enter_async_context(open_endpoint(da, ta)),
                             await stack.enter_async_context(open_endpoint(db, tb))))
 
+            # the transfers start their clocks together, once every pair has probed its paths and done its
+            # warm-up write (these take from milliseconds to seconds per pair): otherwise a fast pair could be done
+            # before the last one starts, and never see a fault timed from the start
+            ready, go = [trio.Event() for _ in pairs], trio.Event()
             started = [trio.Event() for _ in pairs]
 
             async def one(k):
                 ea, eb = eps[k]
-                reports[k] = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=pairs[k], started=started[k])
+                reports[k] = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=pairs[k], started=started[k],
+                                                ready=ready[k], go=go)
+
+            async def start_together():
+                for r in ready:
+                    await r.wait()
+                go.set()
 
             async def fail():
-                for s in started:  # --fail-at-ms counts from the first write, as for one transfer: of the last to start
+                for s in started:  # --fail-at-ms counts from the common start, as from the first write of one transfer
                     await s.wait()
                 await trio.sleep(args.fail_at_ms / 1000)
                 faults["down"] = {"link": fab.topo.port_name(fail_port), "where": netns.link_down(fab, fail_port),
@@ -157,6 +168,7 @@ async def run_several(args) -> dict:
             async with trio.open_nursery() as nursery:
                 for k in range(len(pairs)):
                     nursery.start_soon(one, k)
+                nursery.start_soon(start_together)
                 if fail_port is not None:
                     nursery.start_soon(fail)
     finally:

@@ -82,9 +82,12 @@ class _Trace:
 
 async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *, rts: dict | None = None,
                        fabric=None, hosts: tuple[int, int] | None = None, failure: FailurePlan | None = None,
-                       started: trio.Event | None = None) -> dict:
+                       started: trio.Event | None = None, ready: trio.Event | None = None,
+                       go: trio.Event | None = None) -> dict:
     """Run one transfer from `ep_a` to `ep_b` (both serving); returns the report (a dict, JSON-ready).
-    `started` is set when the clock starts (the first timed write is about to be posted)."""
+    `started` is set when the clock starts (the first timed write is about to be posted). Several transfers
+    start together with `ready` and `go`: `ready` is set once paths are probed and the warm-up write is done,
+    and the clock does not start before `go` is set."""
     opts.check()
     dev_a, dev_b = ep_a.device, ep_b.device
     attrs = dict(timeout=timeout_exponent(opts.rto_ms), ev_probe_interval_ps=int(opts.ev_probe_interval_ms * 1e9),
@@ -112,6 +115,10 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     if warm.cancelled_caught:
         warm_error = (f"the warm-up write did not complete within {opts.timeout_s} s: the endpoints cannot reach "
                       "each other (addresses, firewall, fabric down?)")
+    if ready is not None:
+        ready.set()
+    if go is not None:
+        await go.wait()
     base = {"requester": conn.qa.statistics(), "responder": conn.qb.statistics()}
     t0 = ep_a.now()
     if started is not None:

@@ -56,8 +56,13 @@ def test_the_localiser_names_the_down_link_and_blames_nothing_healthy(fab):
     # h0 -> h3, h1 -> h6 and h2 -> h4 leave leaf 0 (through p0.t0.0's uplink 1 on their EV 0x40000000);
     # h1 -> h6 and h5 -> h7 reach leaf 2 through p1.t1.0 (the lossy link) on their EV 0x80000000
     r = several("--pairs", "h0:h3,h1:h6,h2:h4,h5:h7", "--bytes", "32M", "--fail-link", "p0.t0.0:u1", "--fail-at-ms",
-                "150", "--netem-link", "p1.t0.2:u0", "--netem-loss", "5")
+                "50", "--netem-link", "p1.t0.2:u0", "--netem-loss", "5")
     assert r["verified"], [t.get("error") for t in r["transfers"]]
+    t_down = r["faults"]["down"]["t_ps"]
+    starts = [t["t0_ps"] for t in r["transfers"]]
+    assert max(starts) - min(starts) < 50e9, starts  # the clocks start together
+    for t in r["transfers"][:3]:  # the three pairs through the link were still sending when it went down
+        assert t["t0_ps"] + t["seconds"] * 1e12 > t_down, (t["seconds"], t_down - t["t0_ps"])
     assert len(r["faults"]["netem"]["where"]) == 2 and r["faults"]["down"]["link"] == "p0.t0.0:up1"
     sus = {s["element"]: s for s in r["localization"]["verdict"]["suspects"] if s["verdict"] != "congestion"}
     seen = {f"{a}->{b}": [(e["ev"], e["state"], round(e["t_ms"], 1)) for e in t["ev_events"]][-12:]
