@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.core.cachelines import aligned_zeros
+from mrc.core.cachelines import aligned_zeros, fill_rows
 from mrc.emulator import capture
 from mrc.emulator import failures as FA
 from mrc.emulator import state as ST
@@ -35,7 +35,7 @@ def ports_table(sc: Scenario) -> np.ndarray:
     row["up"] = row["rloc"] = row["rglob"] = 1
     row["qscale"] = 1.0
     P = aligned_zeros(n, ST.PORTS)
-    P[:] = row
+    fill_rows(P, row)
     P["rate"] = fp["rate"]
     peer_node = fp["node"][fp["peer"]]
     to_host = topo.node["kind"][peer_node] == 0

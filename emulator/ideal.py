@@ -62,6 +62,16 @@ def fabric_best(topo, flows: np.ndarray, mtu_bytes: int, switch_latency_ps: int)
     if len(flows):
         zeros = (0,) * (len(topo.ev_format.fields) - 1)
         evs = np.array([topo.make_ev(p, *zeros) for p in range(topo.n_planes)], np.int64)
-        _best(topo.arrays, flows["src"].astype(np.int64), flows["dst"].astype(np.int64),
-              flows["size"].astype(np.int64), evs, int(mtu_bytes), int(switch_latency_ps), out)
+        # once per distinct (source, destination, size): a job's iterations repeat their messages (the 131k
+        # training job: 393,216 flows, 131,072 distinct)
+        src, dst = flows["src"].astype(np.int64), flows["dst"].astype(np.int64)
+        size = flows["size"].astype(np.int64)
+        pair = src * topo.n_hosts + dst
+        order = np.lexsort((size, pair))
+        new = np.ones(len(order), bool)
+        new[1:] = (pair[order][1:] != pair[order][:-1]) | (size[order][1:] != size[order][:-1])
+        first = order[new]
+        best = np.zeros(len(first), np.int64)
+        _best(topo.arrays, src[first], dst[first], size[first], evs, int(mtu_bytes), int(switch_latency_ps), best)
+        out[order] = best[np.cumsum(new) - 1]
     return out

@@ -51,10 +51,14 @@ def _ev_of(F, src, dst, plane, c):
 
 
 @njit
-def profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_plane):
-    """GEN-style profiles: per QP (src, dst) an equal share of ev_count per plane, distinct choices."""
+def profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_plane, state_out, good, unused):
+    """GEN-style profiles: per QP (src, dst) an equal share of ev_count per plane, distinct choices; a QP's
+    EVs get state `good`, its slots after them `unused` (the same pass: at 131k hosts the EV table is 4.3 GB)."""
     P = F.n_planes
     scratch = np.empty(max(F.ev[1]["count"] * max(F.ev[2]["count"], 1), 1), np.int64)
+    for j in range(scratch.shape[0]):
+        scratch[j] = j
+    drawn = np.empty(scratch.shape[0], np.int64)
     for i in range(src.shape[0]):
         s, d = src[i], dst[i]
         nc = _choices(F, s, d)
@@ -64,29 +68,26 @@ def profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_plan
         for p in range(P):
             share = 1 if one_per_plane else ev_count // P + (1 if p < ev_count % P else 0)
             take = min(max(share, 1), nc)
-            for j in range(nc):
-                scratch[j] = j
-            for j in range(take):  # partial Fisher-Yates with xorshift64*
+            for j in range(take):  # partial Fisher-Yates with xorshift64* over the identity 0 .. nc - 1
                 x ^= x >> np.uint64(12)
                 x ^= x << np.uint64(25)
                 x ^= x >> np.uint64(27)
                 r = j + np.int64((x * np.uint64(0x2545F4914F6CDD1D)) % np.uint64(nc - j))
+                drawn[j] = r
                 t = scratch[j]
                 scratch[j] = scratch[r]
                 scratch[r] = t
                 ev_out[i, k] = _ev_of(F, s, d, p, scratch[j])
                 plane_out[i, k] = p
                 k += 1
+            for j in range(take - 1, -1, -1):  # undo the swaps: the identity again, without rewriting all nc
+                r = drawn[j]
+                t = scratch[j]
+                scratch[j] = scratch[r]
+                scratch[r] = t
         n_out[i] = k
-
-
-@njit
-def ev_states(state, n_ev, n_qp, good, unused):
-    """Rows 0 .. n_qp - 1 of the EV table's ``state``: `good` for a QP's first n_ev[i] EVs, `unused` after."""
-    for i in range(n_qp):
-        n = n_ev[i]
-        for k in range(state.shape[1]):
-            state[i, k] = good if k < n else unused
+        for j in range(state_out.shape[1]):
+            state_out[i, j] = good if j < k else unused
 
 
 def rdma_udp_sport(lqpn, rqpn):

@@ -92,11 +92,12 @@ from mrc._jit import njit
 from mrc.core import dtypes as D
 from mrc.core import evpolicy, setup as core_setup
 from mrc.core import tables
+from mrc.core.cachelines import fill_rows
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
 from mrc.emulator.transports import mrcctl, mrcqp, pairs
 from mrc.emulator.transports.dispatch import TP_MRC
-from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, ev_states, profile_sizes, profiles, qp_rng,
+from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, profile_sizes, profiles, qp_rng,
                                                   rdma_udp_sport)
 from mrc.errors import ConfigError
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
@@ -334,14 +335,13 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     ev_vals = T.ev["ev"]
     ev_planes = T.ev["plane"]
     n_ev = np.zeros(max(n_qp, 1), np.int64)
-    profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar")
+    profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar", T.ev["state"],
+             D.EV_GOOD, D.EV_UNUSED)
     pin = np.full(max(n_qp, 1), -1, np.int64)
     if p["ev_policy"] == "ONE" and n_qp:
         qplane = rng.integers(0, P, n_qp) if P > 1 else np.zeros(n_qp, np.int64)
         sport = rdma_udp_sport((0x100 + np.arange(n_qp)) & 0xFFFFFF, (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF)
         ecmp_pin(F, qsrc, qdst, qplane.astype(np.int64), sport.astype(np.int64), ev_vals, ev_planes, n_ev, pin)
-    if n_qp:
-        ev_states(T.ev["state"], n_ev, n_qp, D.EV_GOOD, D.EV_UNUSED)
 
     # the CC profile: NSCC for the QP's rate over the planes it uses, the fabric's base RTT, and
     # whether its switches trim (UE 1.0.3 3.6.13.3: target 0.75 x base RTT with trimming, 1.0 x without)
@@ -380,18 +380,16 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         for key, value in cfg.items():
             if key not in ("ev_min_active",):
                 row[key] = value
-        qp[:n_qp] = row
+        row["n_planes"] = P
+        for key in ("tx_row", "rx_row", "wr_row", "rq_row"):
+            row[key] = -1
+        row["cc_profile"] = 0
+        fill_rows(qp[:n_qp], row)
         qp["ev_min_active"][:n_qp] = (n_ev[:n_qp] // 4 if p["ev_min_active"] is None else p["ev_min_active"])
         qp["n_ev"][:n_qp] = n_ev[:n_qp]
-        qp["n_planes"][:n_qp] = P
         qp["ev_row"][:n_qp] = np.arange(n_qp)
-        qp["tx_row"][:n_qp] = -1
-        qp["rx_row"][:n_qp] = -1
-        qp["wr_row"][:n_qp] = -1
-        qp["rq_row"][:n_qp] = -1
         qp["tx_row"][req] = qp["wr_row"][req] = np.arange(npair)
         qp["rx_row"][resp] = np.arange(npair)
-        qp["cc_profile"][:n_qp] = 0
         qp["qpn"][:n_qp] = (0x100 + np.arange(n_qp)) & 0xFFFFFF
         qp["dest_qpn"][:n_qp] = (0x100 + (np.arange(n_qp) ^ 1)) & 0xFFFFFF
         qp["ev_event_mask"][:n_qp] = 3

@@ -163,6 +163,17 @@ def aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
     return out
 
 
+def fill_rows(table: np.ndarray, row: np.ndarray) -> None:
+    """Every row of the 1-d structured `table` set to the one-row array `row`, as ``table[:] = row`` but a
+    byte copy: numpy assigns structured rows field by field (2 s for the 131k fabric's 4.2 M ports, 0.3 s
+    this way). Same dtype required: the bytes are copied as they are."""
+    if table.dtype != row.dtype or row.shape != (1,) or table.ndim != 1:
+        raise ValueError(f"fill_rows: a 1-d table and one row of its dtype, got {table.dtype} {table.shape} and "
+                         f"{row.dtype} {row.shape}")
+    if len(table):
+        table.view(np.uint8).reshape(len(table), table.dtype.itemsize)[:] = row.view(np.uint8)
+
+
 def _advise_huge(addr: int, length: int) -> None:
     import ctypes
     import sys
