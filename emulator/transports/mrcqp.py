@@ -42,6 +42,7 @@ from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
 from mrc.core.cachelines import prefetch, prefetch_lines
+from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
 from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
 
 MP = np.dtype([
@@ -207,11 +208,11 @@ def prefetch_ep(E, T, ep, i):
         r = T.mrc_rows[ep, 1]
         if r >= 0:
             _prefetch_qp(core, ep, _RESP)
-            prefetch(core.rx[r], np.int64(h["psn"]) & (core.rx.shape[1] - 1))
+            _prefetch_slot(core.rx, r, np.int64(h["psn"]))
         r = T.mrc_rows[ep, 0]
         if r >= 0:
             _prefetch_qp(core, ep, _REQ_ACK)
-            prefetch(core.tx[r], (np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"])) & (core.tx.shape[1] - 1))
+            _prefetch_slot(core.tx, r, np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"]))
 
 
 # ``mrc_next[slot]``: where the rows a ring slot reads first when next asked to send sit, noted
@@ -231,6 +232,13 @@ def _prefetch_at(tab, h):
 
 
 @njit(inline="always")
+def _prefetch_slot(tab, row, psn):
+    """PSN `psn`'s slot of `row` in a TX or RX table (tiles of `tables.PSN_TILE` slots)."""
+    s = psn & ((tab.shape[0] << PSN_TILE_SHIFT) - 1)
+    prefetch(tab[s >> PSN_TILE_SHIFT, row], s & (PSN_TILE - 1))
+
+
+@njit(inline="always")
 def prefetch_tx(E, T, slot):
     """The rows ring slot ``ep * planes + plane`` reads when the NIC next asks it for a packet
     (`dispatch.prefetch_tx`): the lines of its QP row it reads (a requester's sending group, a
@@ -245,7 +253,8 @@ def prefetch_tx(E, T, slot):
         _prefetch_at(core.ev, nx[NX_EV])
         _prefetch_at(core.ev_order, nx[NX_ORDER])
         nx = T.mrc_next[ep * n_planes]
-        _prefetch_at(core.tx, nx[NX_TX])
+        if nx[NX_TX] >= 0:
+            _prefetch_slot(core.tx, nx[NX_TX] >> 24, nx[NX_TX] & 0xFFFFFF)
         _prefetch_at(core.wr, nx[NX_WR])
 
 
@@ -264,7 +273,7 @@ def _note_next(T, ep, plane, n_planes):
         k, o = evpolicy.next_ev_hint(core, ep, plane)
         nx[NX_ORDER] = (r << 24) | o if o >= 0 else -1
         nx0 = T.mrc_next[ep * n_planes]
-        nx0[NX_TX] = (np.int64(q["tx_row"]) << 24) | (np.int64(q["sq_psn"]) & (core.tx.shape[1] - 1))
+        nx0[NX_TX] = (np.int64(q["tx_row"]) << 24) | (np.int64(q["sq_psn"]) & ((core.tx.shape[0] << PSN_TILE_SHIFT) - 1))
         nx0[NX_WR] = (np.int64(q["wr_row"]) << 24) | (np.int64(q["wr_next"]) % core.wr.shape[1])
     else:
         k = np.int64(q["rev_ev"][plane])

@@ -409,8 +409,10 @@ class Device:
         """A QP in RESET: its row and every table row it owns zeroed (no state survives a reuse)."""
         T = self.T
         T.qp[index] = np.zeros(1, dtype=D.QP)[0]
-        for table in (T.ev, T.ev_order, T.tx, T.rx, T.wr, T.rq):
+        for table in (T.ev, T.ev_order, T.wr, T.rq):
             table[index] = np.zeros(table.shape[1], dtype=table.dtype)
+        for table in (T.tx, T.rx):  # tiles of PSN slots (`mrc.core.tables`): the row's slots in every tile
+            table[:, index] = np.zeros(table.shape[::2], dtype=table.dtype)
         q = T.qp[index]
         q["qpn"] = qpn
         for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):

@@ -24,6 +24,7 @@ from mrc.core import dtypes as D
 from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
+from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
 from mrc.wire.constants import (
     ECN_ECT0, OP_MRC_RELIABILITY_PROBE, OP_MRC_WRITE_FIRST, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM,
     OP_MRC_WRITE_MIDDLE, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
@@ -33,7 +34,9 @@ from mrc.wire.constants import (
 
 @njit_core(inline="always")
 def tx_slot(T, q, psn):
-    return T.tx[q["tx_row"], psn & (T.tx.shape[1] - 1)]
+    """PSN `psn`'s TX slot of QP row `q` (`tables`: tiles of PSN_TILE slots)."""
+    s = psn & ((T.tx.shape[0] << PSN_TILE_SHIFT) - 1)
+    return T.tx[s >> PSN_TILE_SHIFT, q["tx_row"], s & (PSN_TILE - 1)]
 
 
 @njit_core(inline="always")

@@ -62,6 +62,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.core.events import emit
+from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
 from mrc.wire.constants import (
@@ -78,7 +79,9 @@ NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
 
 @njit_core(inline="always")
 def rx_slot(T, q, psn):
-    return T.rx[q["rx_row"], psn & (T.rx.shape[1] - 1)]
+    """PSN `psn`'s RX slot of QP row `q` (`tables`: tiles of PSN_TILE slots)."""
+    s = psn & ((T.rx.shape[0] << PSN_TILE_SHIFT) - 1)
+    return T.rx[s >> PSN_TILE_SHIFT, q["rx_row"], s & (PSN_TILE - 1)]
 
 
 @njit_core
@@ -164,10 +167,9 @@ def _lookup_mr(T, rkey, va, length):
 def _deliver(T, i, port, now):
     """Advance cack_psn over received slots; complete messages in order."""
     q = T.qp[i]
-    mask = T.rx.shape[1] - 1
     while True:
         nxt = psn_add(q["cack_psn"], 1)
-        s = T.rx[q["rx_row"], nxt & mask]
+        s = rx_slot(T, q, nxt)
         if (s["flags"] & D.RX_RECEIVED) == 0:
             return
         q["rx_msg_bytes"] += s["length"]
@@ -330,13 +332,12 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     p["sack_offset"] = sack_off
     base = psn_add(cack, sack_off)
     bits = 0
-    mask = T.rx.shape[1] - 1
     held = i64(q["rx_held"])  # slots received beyond cack: once all are found, the rest of the bitmap is 0
     found = 0
     for b in range(64):
         if found >= held or sack_off + b > window or q["rx_row"] < 0:
             break
-        if T.rx[q["rx_row"], (base + b) & mask]["flags"] & D.RX_RECEIVED:
+        if rx_slot(T, q, base + b)["flags"] & D.RX_RECEIVED:
             bits |= 1 << b
             found += 1
     p["sack_bitmap"] = bits

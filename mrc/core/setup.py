@@ -78,6 +78,7 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, nscc
+from mrc.core.tables import psn_window
 from mrc.errors import ConfigError
 from mrc.units import NS, US
 from mrc.wire import constants as C
@@ -284,8 +285,8 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
         raise ConfigError("qp.n_ev", n_ev, f"exceeds the EV table's {T.ev.shape[1]} slots per QP (allocate max_ev)")
     # PSN p lives in slot p & (window - 1): an MPR window larger than the table would alias PSNs
     for key, table in (("mpr", T.tx), ("mpr_dest", T.rx)):
-        if cfg[key] * D.MPR_UNIT > table.shape[1]:
-            raise ConfigError(f"qp.{key}", cfg[key], f"x 128 PSNs exceeds the {table.shape[1]}-PSN window the "
+        if cfg[key] * D.MPR_UNIT > psn_window(table):
+            raise ConfigError(f"qp.{key}", cfg[key], f"x 128 PSNs exceeds the {psn_window(table)}-PSN window the "
                               f"tables were allocated with (allocate window >= {cfg[key] * D.MPR_UNIT})")
     row = T.qp[i]
     for key, value in cfg.items():

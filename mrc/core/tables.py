@@ -10,7 +10,13 @@ Sizes:
 - ``n_qp`` rows of QP; ``n_ev_rows`` x ``max_ev`` EV slots; ``n_tx_rows`` x
   ``window`` TX slots and ``n_rx_rows`` x ``window`` RX slots (``window`` is a
   power of two >= the largest MPR x 128 any QP uses: PSN p lives in slot
-  ``p & (window - 1)``); ``n_wr_rows`` x ``max_wr`` WRs; ``n_rq_rows`` x
+  ``p & (window - 1)``), stored in tiles of `PSN_TILE` slots: the TX table is
+  ``tx[slot // PSN_TILE, row, slot % PSN_TILE]`` (`requester.tx_slot`; RX alike,
+  `responder.rx_slot`), so a row's consecutive PSNs sit together (a SACK's
+  bitmap reads a few lines) and every row's first tile sits in the first part
+  of the table: QPs that never send more than a tile or two (short messages
+  on many connections: 131,072 QP pairs of 16-packet messages) touch only
+  those pages, not ``window`` slots each; ``n_wr_rows`` x ``max_wr`` WRs; ``n_rq_rows`` x
   ``max_recv`` posted receives; ``n_mr`` memory regions; ``n_cc`` CC
   profiles; ``evt_capacity`` events between drains.
 """
@@ -44,6 +50,15 @@ of the data packet it just built comes from: (WR ring index, byte offset in the
 message, length); the library copies those bytes from the WR's local buffer.
 ``pkt0`` is one zeroed packet record, the template every built packet starts from.
 """
+
+
+PSN_TILE_SHIFT = 4
+PSN_TILE = 1 << PSN_TILE_SHIFT  # TX / RX slots of one row stored together (TX: 768 bytes, 12 lines; RX: 192 bytes, 3)
+
+
+def psn_window(table: np.ndarray) -> int:
+    """The PSN slots per row of a TX or RX table (``window``)."""
+    return table.shape[0] * table.shape[2]
 
 
 def _pow2_at_least(n: int) -> int:
@@ -83,8 +98,8 @@ def allocate(
         qp=aligned_zeros(n_qp, D.QP),  # line-aligned: its field groups are whole lines (D.QP_LINES)
         ev=aligned_zeros((rows(n_ev_rows), max_ev), D.EV),
         ev_order=aligned_zeros((rows(n_ev_rows), max_ev), np.uint16),
-        tx=aligned_zeros((rows(n_tx_rows), window), D.TX),
-        rx=aligned_zeros((rows(n_rx_rows), window), D.RX),
+        tx=aligned_zeros((window // PSN_TILE, rows(n_tx_rows), PSN_TILE), D.TX),
+        rx=aligned_zeros((window // PSN_TILE, rows(n_rx_rows), PSN_TILE), D.RX),
         wr=np.zeros((rows(n_wr_rows), max_wr), dtype=D.WR),
         rq=np.zeros((rows(n_rq_rows), max_recv), dtype=D.RQ),
         mr=np.zeros(n_mr, dtype=D.MR),

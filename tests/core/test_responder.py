@@ -377,5 +377,5 @@ def test_rx_held_counts_the_slots_held_beyond_cack_psn_through_duplicates(rng):
     for idx in rng.integers(0, len(pkts), 400):  # duplicates included
         pair.deliver(1, pkts[idx])
         pair.collect(1)
-        held = int(np.count_nonzero(T.rx[rx_row]["flags"] & D.RX_RECEIVED))
+        held = int(np.count_nonzero(T.rx[:, rx_row]["flags"] & D.RX_RECEIVED))
         assert pair.qp(1)["rx_held"] == held

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mrc.core import dtypes as D
+from mrc.core.tables import PSN_TILE, psn_window
 from mrc.emulator import results
 from mrc.emulator import state as ST
 from mrc.fabric.paths import ev_route
@@ -435,11 +436,12 @@ def test_prefetch_hints_name_the_rows_the_next_packet_uses():
             kind = cdisp.next_packet(c2, qp, int(simu.E.S[ST.S_NOW]), 1 << plane, out, 0)
             if kind != cdisp.K_DATA or int(out[0]["psn"]) != psn:
                 continue  # nothing new to send now (window), or a retransmission first
-            ent = c2.tx[int(q["tx_row"]), psn & (c2.tx.shape[1] - 1)]
+            slot = psn & (psn_window(c2.tx) - 1)
+            ent = c2.tx[slot // PSN_TILE, int(q["tx_row"]), slot % PSN_TILE]
             ev_row = int(q["ev_row"])
             assert nx[mrcqp.NX_EV] == (ev_row << 24) | int(ent["ev_slot"])
             nx0 = nxt[qp * P]  # per endpoint: in its plane-0 slot
-            assert nx0[mrcqp.NX_TX] == (int(q["tx_row"]) << 24) | (psn & (c2.tx.shape[1] - 1))
+            assert nx0[mrcqp.NX_TX] == (int(q["tx_row"]) << 24) | (psn & (psn_window(c2.tx) - 1))
             assert nx0[mrcqp.NX_WR] == (int(q["wr_row"]) << 24) | (wr_next % c2.wr.shape[1])
             pos = int(nx[mrcqp.NX_ORDER]) & 0xFFFFFF
             assert int(q["plane_start"][plane]) + int(core.ev_order[ev_row, pos]) == int(ent["ev_slot"])
