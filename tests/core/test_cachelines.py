@@ -4,9 +4,10 @@ import inspect
 import re
 
 import numpy as np
+import pytest
 from numba import njit
 
-from mrc.core.cachelines import aligned_zeros, prefetch, prefetch_line, prefetch_lines
+from mrc.core.cachelines import aligned_zeros, fill_rows, prefetch, prefetch_line, prefetch_lines
 from mrc.core import dispatch, dtypes as D, requester, tables
 
 
@@ -43,6 +44,21 @@ def test_aligned_zeros_starts_on_a_line_and_is_zeroed():
         assert a.ctypes.data % 64 == 0
         assert not a.view(np.uint8).any()
     assert D.EV.itemsize == 64
+
+
+def test_fill_rows_is_the_structured_assignment_byte_for_byte():
+    row = np.zeros(1, D.QP)
+    row["qpn"], row["tx_row"], row["n_planes"] = 0x123456, -1, 8
+    a = aligned_zeros(37, D.QP)
+    b = np.zeros(37, D.QP)
+    fill_rows(a, row)
+    b[:] = row
+    assert a.tobytes() == b.tobytes() and a[36]["qpn"] == 0x123456 and a[0]["tx_row"] == -1
+    fill_rows(a[:0], row)  # nothing to fill
+    with pytest.raises(ValueError, match="fill_rows"):
+        fill_rows(a, np.zeros(1, D.EV))  # another dtype
+    with pytest.raises(ValueError, match="fill_rows"):
+        fill_rows(a, np.zeros(2, D.QP))  # not one row
 
 
 def test_qp_row_is_whole_lines_and_each_group_starts_on_a_line_and_holds_its_fields():

@@ -71,6 +71,24 @@ def test_the_ideal_fct_is_the_fabrics_best_and_the_same_for_every_transport(tran
         assert s["slowdown"]["max"] < 1.2
 
 
+def test_the_ideal_fct_of_many_flows_with_repeats_is_each_flows_own():
+    # `fabric_best` computes each distinct (src, dst, size) once and hands it to every flow that repeats it
+    from mrc.emulator.ideal import fabric_best
+
+    topo = make(topology={**SMALL_LS, "planes": 2}).topo
+    rng = np.random.default_rng(7)
+    n = 200
+    flows = np.zeros(n, ST.FLOW)
+    flows["src"] = rng.integers(0, 8, n)
+    flows["dst"] = (flows["src"] + rng.integers(1, topo.n_hosts, n)) % topo.n_hosts
+    flows["size"] = rng.choice([1, 4096, 5000, 1_000_000], n)
+    got = fabric_best(topo, flows, 4096, 300_000)
+    assert len(np.unique(flows[["src", "dst", "size"]])) < n  # repeats in the set
+    for f in range(n):
+        assert got[f] == _fabric_best(topo, int(flows["src"][f]), int(flows["dst"][f]), int(flows["size"][f]), 4096,
+                                      300_000), f
+
+
 def test_one_flow_reaches_line_rate_less_headers():
     size = 20_000_000
     r1, _, _ = run(make(workload={"kind": "flows", "flows": [flow(0, 15, 4096)]}))
