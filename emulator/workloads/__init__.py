@@ -62,6 +62,7 @@ class Builder:
         self.collectives: list[Collective] = []
         self.jobs: dict[int, object] = {}  # job index -> its job-level record (`training.JobGraph`)
         self.conns: dict[tuple, int] = {}  # connection key -> id (`connection`)
+        self._conn_runs: dict[tuple, list] = {}  # (prefix, senders, receivers) -> ids (`connections`, repeated)
 
     @property
     def n_flows(self) -> int:
@@ -102,6 +103,20 @@ class Builder:
         c["conn"] += conn
         return range(f0, f0 + n)
 
+    def set_triggers_many(self, flows, send_trig=None, recv_trig=None) -> None:
+        """`set_triggers` for every flow of ``flows`` (a range of ids), with a list of send-done and / or
+        receive-done triggers, or one for all."""
+        for col, trig in (("send_trig", send_trig), ("recv_trig", recv_trig)):
+            if trig is None:
+                continue
+            c = self.cols[col]
+            vals = [int(trig)] * len(flows) if np.ndim(trig) == 0 else np.asarray(trig, np.int64).tolist()
+            if isinstance(flows, range) and flows.step == 1 and len(vals) == len(flows):
+                c[flows.start:flows.stop] = vals
+            else:
+                for f, v in zip(flows, vals):
+                    c[f] = v
+
     def set_triggers(self, f: int, send_trig=None, recv_trig=None) -> None:
         """Set flow f's send-done and / or receive-done trigger."""
         if send_trig is not None:
@@ -115,9 +130,14 @@ class Builder:
         return self.conns.setdefault(key, len(self.conns))
 
     def connections(self, prefix: tuple, src: list, dst: list) -> list:
-        """`connection` of ``prefix + (src[i], dst[i])`` for every i."""
-        d = self.conns
-        return [d.setdefault(prefix + (a, b), len(d)) for a, b in zip(src, dst)]
+        """`connection` of ``prefix + (src[i], dst[i])`` for every i. (A job asks for the same list every
+        iteration: it is kept, whole, after the first time.)"""
+        run = (prefix, tuple(src), tuple(dst))
+        ids = self._conn_runs.get(run)
+        if ids is None:
+            d = self.conns
+            ids = self._conn_runs[run] = [d.setdefault(prefix + (a, b), len(d)) for a, b in zip(src, dst)]
+        return list(ids)
 
     def trigger(self, kind: str, count: int = 0) -> int:
         self.trig_kind.append(self.KINDS[kind])

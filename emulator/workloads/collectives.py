@@ -121,14 +121,20 @@ def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us
     whole = any(k > 1 for _, _, k in fused)  # `coarse`
     ids = []
     sent = np.zeros(m, np.int64)
-    src = [int(h) for h in hosts]
-    first_start = [-1 if start[i] >= 0 else int(round((start_us + delay_ps[i] / US) * US)) for i in range(m)]
-    first_trig = [int(start[i]) if start[i] >= 0 else -1 for i in range(m)]
-    first_delay = [int(delay_ps[i]) if start[i] >= 0 else 0 for i in range(m)]
+    hosts = np.asarray(hosts, np.int64)
+    src = hosts.tolist()
+    # per member, as numpy columns (131,072-host jobs): a member on a trigger starts delay_ps after it fires,
+    # the others at start_us + delay_ps
+    on_trig = np.asarray(start, np.int64) >= 0
+    delay = np.asarray(delay_ps)
+    first_trig = np.where(on_trig, np.asarray(start, np.int64), -1).tolist()
+    first_delay = np.where(on_trig, delay.astype(np.int64), 0).tolist()
+    first_start = ([-1] * m if on_trig.all() else
+                   np.where(on_trig, -1, np.round((start_us + delay / US) * US).astype(np.int64)).tolist())
     for ch in range(channels):
-        prev = None  # flow id of each member's previous flow
+        prev = None  # flow ids of the members' previous flows
         for j, (succ, nb, _k) in enumerate(fused):
-            dst = [src[succ[i]] for i in range(m)]
+            dst = hosts[np.asarray(succ, np.int64)].tolist()
             conn = [-1] * m if comm is None else b.connections((job, comm, ch), src, dst)
             if j == 0:
                 cur = b.flows(src, dst, nb, first_start, job, coll, first_trig, first_delay, conn)
@@ -143,10 +149,12 @@ def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us
             ids += cur
             prev = cur
         last = fused[-1][0]
-        for i in range(m):
-            mine = None if member_done is None or whole else member_done[last[i]]
-            b.set_triggers(prev[i], recv_trig=receipt(b, done, mine),
-                           send_trig=None if member_sent is None else member_sent[i])
+        if member_done is None or whole:  # every last receipt activates ``done`` only
+            b.set_triggers_many(prev, send_trig=member_sent, recv_trig=done)
+        else:
+            for i in range(m):
+                b.set_triggers(prev[i], recv_trig=receipt(b, done, member_done[last[i]]),
+                               send_trig=None if member_sent is None else member_sent[i])
     if whole and member_done is not None:
         b.links(done, member_done[:m])
     return ids, sent
