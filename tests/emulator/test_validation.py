@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from mrc.emulator import events as EVT
+from mrc.emulator import scenario
 from mrc.emulator import state as ST
 from mrc.emulator.transports import roce
 from mrc.units import serialization_ps
@@ -75,7 +76,7 @@ def test_the_ideal_fct_of_many_flows_with_repeats_is_each_flows_own():
     # `fabric_best` computes each distinct (src, dst, size) once and hands it to every flow that repeats it
     from mrc.emulator.ideal import fabric_best
 
-    topo = make(topology={**SMALL_LS, "planes": 2}).topo
+    topo = scenario.parse(make(topology={**SMALL_LS, "planes": 2}), "test").topo
     rng = np.random.default_rng(7)
     n = 200
     flows = np.zeros(n, ST.FLOW)
