@@ -191,6 +191,7 @@ class PlaneSampler:
         self.group = np.array(names, dtype=object)[self.keep // n_planes]
         self.plane = self.keep % n_planes
         self.t_prev = 0
+        # per column, one array per sample (a run sampled for long has millions of rows: no Python objects per row)
         self.cols: dict[str, list] = {k: [] for k in ("t_us", "group", "plane", "util_mean", "util_max",
                                                        "queue_mean_bytes", "queue_max_bytes")}
 
@@ -201,18 +202,20 @@ class PlaneSampler:
         usum, ux, qsum, qx = self.cells.update(E, dt / 1e12)
         um = usum[self.keep] / self.count[self.keep]
         qm = qsum[self.keep] / self.count[self.keep]
-        k = len(self.keep)
-        self.cols["t_us"] += [t / US] * k
-        self.cols["group"] += list(self.group)
-        self.cols["plane"] += self.plane.tolist()
-        self.cols["util_mean"] += um.tolist()
-        self.cols["util_max"] += ux[self.keep].tolist()
-        self.cols["queue_mean_bytes"] += qm.tolist()
-        self.cols["queue_max_bytes"] += qx[self.keep].tolist()
+        c = self.cols
+        c["t_us"].append(np.full(len(self.keep), t / US))
+        c["group"].append(self.group)
+        c["plane"].append(self.plane)
+        c["util_mean"].append(um)
+        c["util_max"].append(ux[self.keep])
+        c["queue_mean_bytes"].append(qm)
+        c["queue_max_bytes"].append(qx[self.keep])
         self.t_prev = t
 
     def columns(self) -> dict:
-        return {k: np.asarray(v, dtype=object if k == "group" else None) for k, v in self.cols.items()}
+        if not self.cols["t_us"]:
+            return {k: np.asarray([], dtype=object if k == "group" else None) for k in self.cols}
+        return {k: np.concatenate(v) for k, v in self.cols.items()}
 
 
 class Simulation:
