@@ -64,6 +64,7 @@ def on_pause(E, q, now):
     if P[q]["paused"] == 0:
         P[q]["paused"] = 1
         P[q]["paused_since"] = now
+        E.S[ST.S_PAUSED_N] += 1
 
 
 @njit
@@ -74,4 +75,5 @@ def on_resume(E, q, now):
         return False
     P[q]["paused"] = 0
     P[q]["paused_ps"] += now - P[q]["paused_since"]
+    E.S[ST.S_PAUSED_N] -= 1
     return True

@@ -51,6 +51,7 @@ def _append(E, q, i, c):
     P = E.port
     p = E.pkt
     p[i]["next"] = -1
+    E.S[ST.S_PORT_MOVES] += 1
     if c == ST.CLS_DATA:
         if P[q]["pkts0"] == 0:
             P[q]["head0"] = i
@@ -164,6 +165,7 @@ def start_next(E, F, q, now):
     else:
         P[q]["busy"] = 0
         return
+    E.S[ST.S_PORT_MOVES] += 1
     begin_tx(E, F, q, i, now)
 
 
@@ -229,6 +231,8 @@ def flush(E, F, q, now):
     """Drop everything queued at q (its link went down)."""
     P = E.port
     p = E.pkt
+    if P[q]["pkts0"] + P[q]["pkts1"] > 0:
+        E.S[ST.S_PORT_MOVES] += 1
     while P[q]["pkts1"] > 0:
         i = P[q]["head1"]
         P[q]["head1"] = p[i]["next"]

@@ -55,15 +55,28 @@ def _clean(v):
     return v
 
 
+def _cells(c) -> list:
+    """A column's values as `csv` writes them: numbers as Python numbers, NaN and None as an empty cell. Numeric
+    numpy columns convert in one call (``tolist``), the same values `_clean` gives one by one: a run sampled for
+    long writes millions of cells (1 s at 5 us: planes.csv, 9.6 M rows on the 131k preset)."""
+    if isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind in "iub":
+        return c.tolist()
+    if isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind == "f":
+        nan = np.isnan(c)
+        if not nan.any():
+            return c.tolist()
+        v = c.astype(object)
+        v[nan] = ""
+        return v.tolist()
+    return ["" if (x := _clean(v)) is None else x for v in c]
+
+
 def write_csv(path: pathlib.Path, columns: dict) -> None:
     names = list(columns)
-    n = len(next(iter(columns.values()))) if columns else 0
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(names)
-        cols = [columns[k] for k in names]
-        for i in range(n):
-            w.writerow(["" if (x := _clean(c[i])) is None else x for c in cols])
+        w.writerows(zip(*[_cells(columns[k]) for k in names]))
 
 
 def _arrow_column(pa, v: np.ndarray):

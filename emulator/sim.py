@@ -80,18 +80,18 @@ class Sampler:
         for k, (tier, d) in enumerate(GROUPS):
             gid[(fp["tier"] == tier) & (fp["dir"] == d)] = k
         count = np.bincount(gid[gid >= 0], minlength=len(GROUPS))
-        self.cell = gid
         self.count = count
         self.groups = {name: k for k, name in enumerate(GROUPS.values()) if count[k]}
-        self.stats = [np.zeros(len(GROUPS)) for _ in range(4)]  # usum, umax, qsum, qmax
         self.rate = fp["rate"].astype(np.float64)
+        self.cells = sampling.PortCells(gid, len(GROUPS), self.rate)
         self.ports = list(sim.sc.metrics.ports)
         self.fail_ports = [np.array(sorted(set(f.ports) | {int(fp[q]["peer"]) for q in f.ports}), np.int64)
                            for f in sim.sc.failures]
         self.cols: dict[str, list] = {}
         self.t_prev = 0
-        self.prev_tx = np.zeros(len(fp), np.int64)
         self.prev_ctr = np.zeros(ST.N_C, np.int64)
+        self.aff_mark = None  # (flows started, flows ended, affected marks) when `aff_running` was counted
+        self.aff_running = [0] * min(len(self.fail_ports), ST.MAX_TRACKED_FAILURES)
         self.prev_watch = [0] * len(self.fail_ports)
         self.prev_fstat = np.zeros((len(self.fail_ports), 3), np.int64)
         self.sim = sim
@@ -112,11 +112,10 @@ class Sampler:
             return
         P = E.port
         tx = P["tx_bytes"]
-        mine = [(p, float((tx[p] - self.prev_tx[p]) * 8.0 / (self.rate[p] * (dt / 1e12))),
+        prev_tx = self.cells.prev_tx
+        mine = [(p, float((tx[p] - prev_tx[p]) * 8.0 / (self.rate[p] * (dt / 1e12))),
                  int(P["bytes0"][p] + P["bytes1"][p])) for p in self.ports]
-        usum, umax, qsum, qmax = self.stats
-        sampling.cell_stats(tx, self.prev_tx, self.rate, P["bytes0"], P["bytes1"], self.cell, dt / 1e12,
-                            usum, umax, qsum, qmax)
+        usum, umax, qsum, qmax = self.cells.update(E, dt / 1e12)
         self._add("t_us", t / US)
         for name, k in self.groups.items():
             self._add(f"util_{name}_mean", float(usum[k] / self.count[k]))
@@ -130,7 +129,7 @@ class Sampler:
         self._add("ecn_marks", int(d[ST.C_ECN_MARKS]))
         self._add("pfc_pauses", int(d[ST.C_PFC_PAUSES]))
         self._add("packets_in_flight", int(E.S[ST.S_INFLIGHT]))
-        self._add("paused_ports", int(np.count_nonzero(P["paused"])))
+        self._add("paused_ports", int(E.S[ST.S_PAUSED_N]))
         self._add("flows_running", int(E.S[ST.S_FLOWS_STARTED] - E.S[ST.S_FLOWS_ENDED]))
         self._add("retransmissions", int(d[ST.C_RETX]))
         self._add("spurious_retransmissions", int(d[ST.C_SPURIOUS]))
@@ -139,6 +138,13 @@ class Sampler:
         self._add("nacks_trimmed_lasthop", int(d[ST.C_NACK_TRIMMED_LASTHOP]))
         self._add("ev_assumed_bad", int(d[ST.C_EV_BAD]))
         self._add("ev_good", int(d[ST.C_EV_GOOD]))
+        mark = (int(E.S[ST.S_FLOWS_STARTED]), int(E.S[ST.S_FLOWS_ENDED]), int(E.S[ST.S_AFF_MARKS]))
+        if self.aff_running and mark != self.aff_mark:  # a pass over the flows only when one started, ended
+            self.aff_mark = mark  # or became affected
+            running = E.flow["status"] == ST.FLOW_RUNNING
+            aff = E.flow["fail_aff"]
+            for k in range(len(self.aff_running)):
+                self.aff_running[k] = int(np.count_nonzero(running & ((aff & (1 << k)) != 0)))
         for k, ports in enumerate(self.fail_ports):
             w = int(P["watch_hits"][ports].sum())
             self._add(f"failure{k}_packets", w - self.prev_watch[k])
@@ -149,8 +155,7 @@ class Sampler:
                 self._add(f"failure{k}_affected_sent", int(cur[0] - self.prev_fstat[k, 0]))
                 self._add(f"failure{k}_affected_on_failed", int(cur[1] - self.prev_fstat[k, 1]))
                 self._add(f"failure{k}_affected_goodput_gbps", float((cur[2] - self.prev_fstat[k, 2]) * 8 / (dt / 1e12) / 1e9))
-                aff = (E.flow["fail_aff"] & (1 << k)) != 0
-                self._add(f"failure{k}_affected_running", int(np.count_nonzero(aff & (E.flow["status"] == ST.FLOW_RUNNING))))
+                self._add(f"failure{k}_affected_running", self.aff_running[k])
                 self.prev_fstat[k] = cur
         for p, u, q in mine:
             self._add(f"port{p}_util", u)
@@ -178,16 +183,15 @@ class PlaneSampler:
         for k, ((tier, d), _) in enumerate(GROUPS.items()):
             gid[(fp["tier"] == tier) & (fp["dir"] == d)] = k
         ok = gid >= 0
-        self.cell = np.where(ok, gid * n_planes + fp["plane"].astype(np.int64), -1)
+        cell = np.where(ok, gid * n_planes + fp["plane"].astype(np.int64), -1)
         n = len(names) * n_planes
-        self.stats = [np.zeros(n) for _ in range(4)]  # usum, umax, qsum, qmax
-        self.count = np.bincount(self.cell[ok], minlength=n)
+        self.cells = sampling.PortCells(cell, n, fp["rate"].astype(np.float64))
+        self.count = np.bincount(cell[ok], minlength=n)
         self.keep = np.flatnonzero(self.count)
         self.group = np.array(names, dtype=object)[self.keep // n_planes]
         self.plane = self.keep % n_planes
-        self.rate = fp["rate"].astype(np.float64)
-        self.prev_tx = np.zeros(len(fp), np.int64)
         self.t_prev = 0
+        # per column, one array per sample (a run sampled for long has millions of rows: no Python objects per row)
         self.cols: dict[str, list] = {k: [] for k in ("t_us", "group", "plane", "util_mean", "util_max",
                                                        "queue_mean_bytes", "queue_max_bytes")}
 
@@ -195,24 +199,23 @@ class PlaneSampler:
         dt = t - self.t_prev
         if dt <= 0:
             return
-        P = E.port
-        usum, ux, qsum, qx = self.stats
-        sampling.cell_stats(P["tx_bytes"], self.prev_tx, self.rate, P["bytes0"], P["bytes1"], self.cell, dt / 1e12,
-                            usum, ux, qsum, qx)
+        usum, ux, qsum, qx = self.cells.update(E, dt / 1e12)
         um = usum[self.keep] / self.count[self.keep]
         qm = qsum[self.keep] / self.count[self.keep]
-        k = len(self.keep)
-        self.cols["t_us"] += [t / US] * k
-        self.cols["group"] += list(self.group)
-        self.cols["plane"] += self.plane.tolist()
-        self.cols["util_mean"] += um.tolist()
-        self.cols["util_max"] += ux[self.keep].tolist()
-        self.cols["queue_mean_bytes"] += qm.tolist()
-        self.cols["queue_max_bytes"] += qx[self.keep].tolist()
+        c = self.cols
+        c["t_us"].append(np.full(len(self.keep), t / US))
+        c["group"].append(self.group)
+        c["plane"].append(self.plane)
+        c["util_mean"].append(um)
+        c["util_max"].append(ux[self.keep])
+        c["queue_mean_bytes"].append(qm)
+        c["queue_max_bytes"].append(qx[self.keep])
         self.t_prev = t
 
     def columns(self) -> dict:
-        return {k: np.asarray(v, dtype=object if k == "group" else None) for k, v in self.cols.items()}
+        if not self.cols["t_us"]:
+            return {k: np.asarray([], dtype=object if k == "group" else None) for k in self.cols}
+        return {k: np.concatenate(v) for k, v in self.cols.items()}
 
 
 class Simulation:

@@ -271,6 +271,14 @@ S_WAKE_N = 17  # endpoints queued in ``wake``
 S_WATCHING = 18  # 1 from the first failure's watch on: per-packet reroute tracking runs
 S_CAP_N = 19  # packets captured (rows of ``cap``)
 S_CAP_MISSED = 20  # packets on captured ports inside the window that found the capture budget used up
+# change counters for the sampler (`sim.Sampler`: a sample whose counters did not move reuses the last one's
+# per-port figures instead of walking every port): with S_HOPS (every serialisation that ended, i.e. every
+# change of a port's ``tx_bytes``), S_PORT_MOVES counts the changes of a port's queued bytes (a packet enqueued,
+# dequeued for serialisation or flushed); S_PAUSED_N is the number of PFC-paused ports; S_AFF_MARKS counts the
+# flows newly marked affected by a failure (``FLOW.fail_aff``)
+S_PORT_MOVES = 21
+S_PAUSED_N = 22
+S_AFF_MARKS = 23
 N_S = 24
 
 C_SENT_PKTS = 0  # packets the NICs put on the wire

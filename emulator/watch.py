@@ -51,7 +51,10 @@ def directed(E, q, i, now):
     if k >= ST.MAX_TRACKED_FAILURES or f < 0 or not _is_data(E, i):
         return
     bit = np.int64(1) << k
-    E.flow[f]["fail_aff"] = np.int64(E.flow[f]["fail_aff"]) | bit
+    aff = np.int64(E.flow[f]["fail_aff"])
+    if aff & bit == 0:
+        E.flow[f]["fail_aff"] = aff | bit
+        E.S[ST.S_AFF_MARKS] += 1
     if ph != ST.WATCH_ON:
         return
     m = E.pmeta[i]
