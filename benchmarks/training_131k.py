@@ -220,7 +220,7 @@ def stats_table(per_seed: dict) -> str:
 def table(cells: list) -> str:
     """The Markdown table of docs/results.md."""
     rows = ["| transport | failure | iteration times (us) | job slowdown | GPU-s wasted | of which comm | hosts "
-            "delayed | steered away (us) | 99 % off (us) | set-up s | run wall s | CPU s | M hops/s | peak RSS GB |",
+            "delayed | steered away (us) | 99 % off (us) | set-up s | run wall s | CPU s | M hops/s | peak RSS GiB |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         tr = c["training"][0]
@@ -234,7 +234,7 @@ def table(cells: list) -> str:
                     f"{f(w.get('gpu_seconds_wasted'), 4)} | {f(w.get('gpu_seconds_wasted_comm'), 4)} | "
                     f"{w.get('hosts_delayed', '-')} | {f(rr.get('first_steered_away_us'))} | {f(rr.get('off_99_us'))} | "
                     f"{c['setup_s']:.1f} | {c['run_wall_s']:.0f} | {c['cpu_s']:.0f} | "
-                    f"{c['packet_hops'] / max(c['run_wall_s'], 1e-9) / 1e6:.2f} | {c['peak_rss_mb'] / 1024:.1f} |")
+                    f"{c['packet_hops'] / max(c['run_wall_s'], 1e-9) / 1e6:.2f} | {c['peak_rss_mb'] / 1024:.2f} |")
     links = {c["transport"]: c["failed_link"] for c in cells if c.get("failed_link")}
     rows += [""] + [f"{tp}: failed link {a}-{b}" for tp, (a, b) in links.items()]
     return "\n".join(rows)
