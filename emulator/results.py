@@ -76,7 +76,7 @@ def write_csv(path: pathlib.Path, columns: dict) -> None:
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(names)
-        w.writerows(zip(*[_cells(columns[k]) for k in names]))
+        w.writerows(zip(*[_cells(columns[k]) for k in names], strict=True))
 
 
 def _arrow_column(pa, v: np.ndarray):

@@ -214,3 +214,26 @@ def test_the_emu_command_imports_only_what_it_runs(tmp_path):
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"  # flows.parquet is written without pandas, too
+
+
+def test_write_csv_writes_what_the_cell_by_cell_conversion_writes(tmp_path):
+    """`results.write_csv` converts numeric columns in one call; the bytes are those of writing each value
+    through `results._clean` (NaN and None: an empty cell), for every column kind a run writes."""
+    import pytest
+
+    from mrc.emulator import results
+
+    cols = {"f": np.array([0.1, np.nan, 1e300, -0.0, np.inf, 3.0]), "f_nonan": np.linspace(0, 1, 6),
+            "f32": np.array([0.1, 2, 3, 4, 5, np.nan], np.float32), "i": np.arange(-3, 3),
+            "u": np.arange(6, dtype=np.uint8), "b": np.array([True, False] * 3),
+            "s": np.array(["a", "b,c", "d\"e", "", "x", "y"], dtype=object),
+            "o": [None, 1, np.int64(2), np.float64(np.nan), "z", 2.5]}
+    results.write_csv(tmp_path / "new.csv", cols)
+    with open(tmp_path / "ref.csv", "w", newline="") as f:  # the reference: value by value
+        w = csv.writer(f)
+        w.writerow(list(cols))
+        for i in range(6):
+            w.writerow(["" if (x := results._clean(c[i])) is None else x for c in cols.values()])
+    assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
+    with pytest.raises(ValueError):
+        results.write_csv(tmp_path / "bad.csv", {"a": np.arange(3), "b": np.arange(2)})
