@@ -68,8 +68,9 @@ def fabric_best(topo, flows: np.ndarray, mtu_bytes: int, switch_latency_ps: int)
         size = flows["size"].astype(np.int64)
         pair = src * topo.n_hosts + dst
         order = np.lexsort((size, pair))
+        pair_o, size_o = pair[order], size[order]
         new = np.ones(len(order), bool)
-        new[1:] = (pair[order][1:] != pair[order][:-1]) | (size[order][1:] != size[order][:-1])
+        new[1:] = (pair_o[1:] != pair_o[:-1]) | (size_o[1:] != size_o[:-1])
         first = order[new]
         best = np.zeros(len(first), np.int64)
         _best(topo.arrays, src[first], dst[first], size[first], evs, int(mtu_bytes), int(switch_latency_ps), best)

@@ -104,18 +104,17 @@ class Builder:
         return range(f0, f0 + n)
 
     def set_triggers_many(self, flows, send_trig=None, recv_trig=None) -> None:
-        """`set_triggers` for every flow of ``flows`` (a range of ids), with a list of send-done and / or
-        receive-done triggers, or one for all."""
+        """`set_triggers` for every flow of ``flows`` (the range of ids `flows` returned), with a list of
+        send-done and / or receive-done triggers, one per flow, or one for all."""
+        if not (isinstance(flows, range) and flows.step == 1):
+            raise TypeError(f"set_triggers_many takes the range of flow ids Builder.flows returned, not {flows!r}")
         for col, trig in (("send_trig", send_trig), ("recv_trig", recv_trig)):
             if trig is None:
                 continue
-            c = self.cols[col]
             vals = [int(trig)] * len(flows) if np.ndim(trig) == 0 else np.asarray(trig, np.int64).tolist()
-            if isinstance(flows, range) and flows.step == 1 and len(vals) == len(flows):
-                c[flows.start:flows.stop] = vals
-            else:
-                for f, v in zip(flows, vals):
-                    c[f] = v
+            if len(vals) != len(flows):
+                raise ValueError(f"set_triggers_many: {len(vals)} {col} values for {len(flows)} flows")
+            self.cols[col][flows.start:flows.stop] = vals
 
     def set_triggers(self, f: int, send_trig=None, recv_trig=None) -> None:
         """Set flow f's send-done and / or receive-done trigger."""

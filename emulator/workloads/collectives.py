@@ -125,9 +125,10 @@ def ring(b, hosts, schedule, channels, steps_per_flow, start, delay_ps, start_us
     src = hosts.tolist()
     # per member, as numpy columns (131,072-host jobs): a member on a trigger starts delay_ps after it fires,
     # the others at start_us + delay_ps
-    on_trig = np.asarray(start, np.int64) >= 0
+    start_trig = np.asarray(start, np.int64)
+    on_trig = start_trig >= 0
     delay = np.asarray(delay_ps)
-    first_trig = np.where(on_trig, np.asarray(start, np.int64), -1).tolist()
+    first_trig = np.where(on_trig, start_trig, -1).tolist()
     first_delay = np.where(on_trig, delay.astype(np.int64), 0).tolist()
     first_start = ([-1] * m if on_trig.all() else
                    np.where(on_trig, -1, np.round((start_us + delay / US) * US).astype(np.int64)).tolist())

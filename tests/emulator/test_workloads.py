@@ -173,3 +173,18 @@ def test_cm_job_maps_nodes_onto_its_hosts():
     with pytest.raises(ConfigError) as exc:
         _flows({"kind": "cm", "file": "perm_128n_128c_2MB.cm"})
     assert exc.value.key == "workload.file"
+
+
+def test_triggers_in_bulk_are_each_flows_own_and_refuse_a_mismatch():
+    from mrc.emulator.workloads import Builder
+
+    b = Builder()
+    trig = b.triggers("oneshot", 4, 1)
+    ids = b.flows([0, 1, 2, 3], [1, 2, 3, 0], 4096, [0] * 4, 0, -1, [-1] * 4, [0] * 4, [-1] * 4)
+    b.set_triggers_many(ids, send_trig=list(trig), recv_trig=int(trig[0]))
+    assert b.cols["send_trig"][ids.start:ids.stop] == list(trig)
+    assert b.cols["recv_trig"][ids.start:ids.stop] == [int(trig[0])] * 4
+    with pytest.raises(ValueError, match="3 send_trig values for 4 flows"):
+        b.set_triggers_many(ids, send_trig=list(trig)[:3])
+    with pytest.raises(TypeError, match="range of flow ids"):
+        b.set_triggers_many([0, 1], send_trig=int(trig[0]))
