@@ -20,7 +20,8 @@ trio's DTLS endpoint):
   it waits for the inbox or the device's single deadline
   (`Device.next_deadline`, never fired early: the core gets
   ``max(now, deadline)``), feeds what arrived with ``trio.current_time()``
-  converted to integer picoseconds, fires the timer when due, then drains
+  converted to integer picoseconds since the run's first clock read
+  (`run_epoch`), fires the timer when due, then drains
   `Device.packets_to_send` and ``sendto``'s each packet.
 
 Application code calls the device (post writes, poll CQs, query EV states)
@@ -65,6 +66,32 @@ def to_ps(t: float) -> int:
 def from_ps(ps: int) -> float:
     """The core's picoseconds as trio time, rounded up so that a sleep never ends early."""
     return math.ceil(ps / 1e3) / 1e9 if ps > 0 else ps / PS_PER_S
+
+
+_EPOCH = trio.lowlevel.RunVar("mrc_io_epoch")
+
+
+def run_epoch() -> float:
+    """The trio time that is the core's 0 ps in this trio run: the time any endpoint first read the clock.
+
+    trio's clock is the system's monotonic clock (seconds since boot) plus a random offset of up to
+    2e5 s, which in picoseconds reaches the core's "never" (`mrc.core.dtypes.NEVER`, 2^62 ps, ~53 days)
+    on a machine that has been up that long: a deadline there would read as "no timer". Counting from
+    the run's first read keeps the core's times near zero (and float seconds finer), and every endpoint
+    of the run on one clock.
+    """
+    try:
+        return _EPOCH.get()
+    except LookupError:
+        t = trio.current_time()
+        _EPOCH.set(t)
+        return t
+
+
+def trio_time(ps: int) -> float:
+    """The core's time `ps` (`Endpoint.now`'s clock) as trio time, for ``trio.sleep_until`` / ``move_on_at``;
+    never before it."""
+    return run_epoch() + from_ps(ps)
 
 
 @dataclass(frozen=True)
@@ -119,7 +146,7 @@ class Endpoint:
     # -- time -------------------------------------------------------------------------
     def now(self) -> int:
         """The current time in the core's unit (ps), never before a time the device has seen."""
-        self._last_now = max(self._last_now, to_ps(trio.current_time()))
+        self._last_now = max(self._last_now, to_ps(trio.current_time() - run_epoch()))
         return self._last_now
 
     # -- application side ---------------------------------------------------------------
@@ -171,6 +198,7 @@ class Endpoint:
         For ``nursery.start(endpoint.serve)``: it reports started (with the
         endpoint) once every socket is bound. The sockets close when it ends.
         """
+        run_epoch()  # the core's clock starts here at the latest
         try:
             await self.transport.open_sockets()
             async with trio.open_nursery() as nursery:
@@ -260,7 +288,7 @@ class Endpoint:
         while True:
             deadline = dev.next_deadline()
             items = []
-            with trio.move_on_at(from_ps(deadline) if deadline is not None else math.inf) as scope:
+            with trio.move_on_at(trio_time(deadline) if deadline is not None else math.inf) as scope:
                 items.append(await self._inbox.receive())
             while len(items) < self.rx_batch:
                 try:

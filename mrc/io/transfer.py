@@ -27,7 +27,7 @@ import trio
 
 from mrc.ctl import EpRequest, EvState
 from mrc.errors import UsageError
-from mrc.io.endpoint import Endpoint, unwrapped
+from mrc.io.endpoint import Endpoint, trio_time, unwrapped
 from mrc.io.session import connect, timeout_exponent
 
 DATA_OPCODES = range(0xC6, 0xCC)
@@ -134,7 +134,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     async def inject(plan: FailurePlan):
         from mrc.fabric import netns
 
-        await trio.sleep_until(t0 / 1e12 + plan.fail_at)
+        await trio.sleep_until(trio_time(t0) + plan.fail_at)
         host_side = _host_port_owner(fabric, plan.port, hosts, (ep_a, ep_b))
         where = netns.link_down(fabric, plan.port)
         fail_info["t_down"] = ep_a.now()
@@ -145,7 +145,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
             host_side[0].wakeup()
         if plan.restore_at is None:
             return
-        await trio.sleep_until(t0 / 1e12 + plan.restore_at)
+        await trio.sleep_until(trio_time(t0) + plan.restore_at)
         fail_info["t_up"] = ep_a.now()  # the link may forward from here on: measure from the start
         trace.down = False
         await trio.to_thread.run_sync(netns.link_up, fabric, plan.port)
@@ -171,7 +171,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
             if warm_error is None:
                 await _post_all(ep_a, conn, mr_a, mr_b, opts, done)
             if failure is not None and failure.restore_at is not None and warm_error is None:
-                await trio.sleep_until(t0 / 1e12 + failure.restore_at)
+                await trio.sleep_until(trio_time(t0) + failure.restore_at)
                 await ep_a.wait_condition(lambda: "t_up" in fail_info)
                 with trio.move_on_after(opts.settle_s):
                     await ep_a.wait_condition(_all_good, conn.qa, failed_evs)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from mrc.errors import UsageError
 from mrc.io import Endpoint, EndpointStatistics, Peer, open_endpoint
-from mrc.io.endpoint import from_ps, to_ps
+from mrc.io.endpoint import from_ps, run_epoch, to_ps
 from mrc.io.transfer import TransferOptions, run_transfer
 from mrc.units import US
 
@@ -72,6 +72,20 @@ def test_same_seed_same_run():
     for r in runs:
         r.pop("endpoints")
     assert runs[0] == runs[1]
+
+
+def test_a_machine_up_for_months_still_fires_the_cores_timers():
+    """trio's clock is seconds since boot plus an offset: 120 days up is ~1.0e19 ps, past the core's "never"
+    (2^62 ps) and int64 itself. The endpoints count from the run's first clock read, so a lossy transfer,
+    which needs its retransmission timers, completes as it does on a fresh machine."""
+    async def up_for_months():
+        trio.lowlevel.current_clock().jump(120 * 86400)
+        report, counts, _ = await _transfer_over(dict(drop=0.05), 256 << 10, 4)
+        return report, counts, trio.current_time() - run_epoch()
+
+    report, counts, elapsed = run_mock(up_for_months)
+    assert report["verified"] and counts["dropped"] > 0 and report["requester"]["rtx_pkts"] > 0
+    assert 0 < elapsed < 60  # the core's clock counted from the run, not from boot
 
 
 def test_clean_network_needs_no_retransmission():

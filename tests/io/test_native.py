@@ -59,6 +59,7 @@ def test_a_spine_link_failing_mid_transfer(fab):
     assert r["verified"], r.get("error")
     f = r["failure"]
     assert f["link"] == "p0.t0.0:up1 <-> p0.t1.1:down0" and "note" not in f
+    assert f["down_ms"] >= 150 and f["up_ms"] >= 700  # never before the times asked for (the core's ps as trio time)
     t = load("mrc-2plane-tiny")
     through = t.make_ev(0, 1)  # plane 0, T1 #1: the only path of h0 -> h3 across that link
     assert [e["ev"] for e in f["evs"]] == [through]
