@@ -37,13 +37,11 @@ from collections import namedtuple
 import numpy as np
 
 from mrc.core.cachelines import aligned_zeros
+# "Never" (no deadline, not yet happened) is the core's: one value for the core and the engine (2^62 ps, so a delay
+# added to it cannot overflow); engine modules read it as ST.NEVER.
+from mrc.core.dtypes import NEVER  # noqa: F401
 from mrc.emulator import events as EVT
 from mrc.wire.records import PKT
-
-# The engine's "never" (no deadline, not yet happened): 2^62 ps, not int64's maximum, so that adding a delay to it
-# cannot overflow. The core's "no timer armed" is `mrc.core.dtypes.NO_DEADLINE` (int64 max); the MRC glue maps
-# it onto this one (`transports.mrcqp.next_deadline`).
-NEVER = np.int64(2**62)
 
 # ---------------------------------------------------------------- packets
 

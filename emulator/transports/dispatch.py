@@ -5,20 +5,20 @@ bundled in the `Transports` namedtuple. The engine calls, for endpoint `ep`:
 
 - ``flow_start(E, F, T, f, now)``: flow f (whose sending endpoint is
   ``E.flow[f].ep``) starts now;
-- ``tx_next(E, F, T, ep, now, q, allow_data, i)``: NIC port q is free; build
-  this endpoint's next packet into pool row i (``pool.pkt_new`` + a route +
-  the ``E.hdr[i]`` header row) and return 1, or return 0. ``allow_data`` is
-  0 while PFC pauses the port's data priority;
+- ``tx_next(E, F, T, ep, now, port, allow_data, pkt)``: NIC port ``port`` is
+  free; build this endpoint's next packet into pool row ``pkt``
+  (``pool.pkt_new`` + a route + the ``E.hdr[pkt]`` header row) and return 1,
+  or return 0. ``allow_data`` is 0 while PFC pauses the port's data priority;
 - ``ready_at(E, F, T, ep, now)``: when it will next have a packet (``NEVER``:
   nothing). The NIC keeps it in its ports' rings while this is <= now;
 - ``next_deadline(E, F, T, ep)``: its earliest timer (``NEVER``: none);
-- ``on_rx(E, F, T, ep, i, now)``: packet i (``E.pkt[i]``, ``E.hdr[i]``)
-  arrived for it; the engine frees the row afterwards;
+- ``on_rx(E, F, T, ep, pkt, now)``: packet ``pkt`` (``E.pkt[pkt]``,
+  ``E.hdr[pkt]``) arrived for it; the engine frees the row afterwards;
 - ``on_timer(E, F, T, ep, now)``: a deadline passed (may be early: handle
   what is due, nothing else).
 
-- ``prefetch(E, T, ep, i)`` (optional): the loop will hand ep packet i at the
-  next event; ask the caches for its state rows now;
+- ``prefetch(E, T, ep, pkt)`` (optional): the loop will hand ep packet ``pkt``
+  at the next event; ask the caches for its state rows now;
 - ``prefetch_tx(E, T, slot)`` (optional): the loop will ask ring slot ``slot``
   (``ep * planes + plane``) for a packet at the next event: the same.
 
@@ -63,12 +63,12 @@ def flow_start(E, F, T, f, now):
 
 
 @njit(inline="always")
-def tx_next(E, F, T, ep, now, q, allow_data, i):
+def tx_next(E, F, T, ep, now, port, allow_data, pkt):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
-        return roce.tx_next(E, F, T.roce, T.roce_p, ep, now, q, allow_data, i)
+        return roce.tx_next(E, F, T.roce, T.roce_p, ep, now, port, allow_data, pkt)
     if c == TP_MRC:
-        return mrcqp.tx_next(E, F, T, ep, now, q, allow_data, i)
+        return mrcqp.tx_next(E, F, T, ep, now, port, allow_data, pkt)
     return 0
 
 
@@ -93,9 +93,9 @@ def next_deadline(E, F, T, ep):
 
 
 @njit(inline="always")
-def prefetch(E, T, ep, i):
+def prefetch(E, T, ep, pkt):
     if E.ep[ep]["tcode"] == TP_MRC:
-        mrcqp.prefetch_ep(E, T, ep, i)
+        mrcqp.prefetch_ep(E, T, ep, pkt)
 
 
 @njit(inline="always")
@@ -105,12 +105,12 @@ def prefetch_tx(E, T, slot):
 
 
 @njit(inline="always")
-def on_rx(E, F, T, ep, i, now):
+def on_rx(E, F, T, ep, pkt, now):
     c = E.ep[ep]["tcode"]
     if c == TP_ROCE:
-        roce.on_rx(E, F, T.roce, T.roce_p, ep, i, now)
+        roce.on_rx(E, F, T.roce, T.roce_p, ep, pkt, now)
     elif c == TP_MRC:
-        mrcqp.on_rx(E, F, T, ep, i, now)
+        mrcqp.on_rx(E, F, T, ep, pkt, now)
 
 
 @njit(inline="always")

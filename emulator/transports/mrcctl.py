@@ -125,17 +125,16 @@ def ready(T, h):
 @njit
 def deadline(T, h):
     """Host controller h's earliest timer (NEVER: none)."""
-    d = T.mrc_host[h]["deadline"]
-    return d if d < ST.NEVER else ST.NEVER
+    return T.mrc_host[h]["deadline"]
 
 
 @njit
-def tx_next(E, F, T, ep, now, q, i):
-    """Host controller `ep` may send on NIC port q: its first queued request or answer that can go."""
+def tx_next(E, F, T, ep, now, port, pkt):
+    """Host controller `ep` may send on NIC port `port`: its first queued request or answer that can go."""
     C = T.mrc_ctl
     mp = T.mrc_p[0]
     h = ep - mp["n_qp"]
-    plane = q - h * E.cfg[0]["n_planes"]
+    plane = port - h * E.cfg[0]["n_planes"]
     fe = F.ev[0]
     r, ev = CP.pick(C, T.mrc_host, T.mrc_free, T.mrc_s, T.core, h, plane, now, fe["shift"], fe["width"])
     if r < 0:
@@ -143,8 +142,8 @@ def tx_next(E, F, T, ep, now, q, i):
     kind = C[r]["kind"]
     d = C[r]["peer"]
     psu = kind == CP.K_PSU_REQ or kind == CP.K_PSU_RSP
-    hd = E.hdr[i]
-    E.hdr[i] = T.core.pkt0[0]
+    hd = E.hdr[pkt]
+    E.hdr[pkt] = T.core.pkt0[0]
     hd["opcode"] = OP_MRC_ENDPOINT_REQUEST if (kind == CP.K_PSU_REQ or kind == CP.K_EVP_REQ) else OP_MRC_ENDPOINT_RESPONSE
     hd["dqpn"] = ENDPOINT_QPN
     hd["pkey"] = 0xFFFF
@@ -155,12 +154,12 @@ def tx_next(E, F, T, ep, now, q, i):
     hd["tx_timestamp"] = (now // 8000) & 0xFFFF
     hd["ev"] = ev
     size = T.mrc_hdr[hd["opcode"]]
-    pkt_new(E, i, h, d, ctl_ep(T, d), -1, plane, size, ST.CLS_CTRL, ST.ECN_NOT_ECT, mp["dscp_ctrl"], now)
+    pkt_new(E, pkt, h, d, ctl_ep(T, d), -1, plane, size, ST.CLS_CTRL, ST.ECN_NOT_ECT, mp["dscp_ctrl"], now)
     if mp["fwd"] == ST.FWD_SRV6:
         hi, lo = ev_carrier(F, h, d, ev)
-        pkt_route_srv6(E, i, hi, lo)
+        pkt_route_srv6(E, pkt, hi, lo)
     else:
-        pkt_route_ar(E, i, 0xC000 | (h & 0x3FFF), 0)
+        pkt_route_ar(E, pkt, 0xC000 | (h & 0x3FFF), 0)
     CP.sent(C, T.mrc_host, T.mrc_free, T.mrc_s, h, r, now, mp["ctl_timeout"], mp["ctl_probe"])
     if kind == CP.K_PSU_REQ:
         E.ctr[ST.C_PSU_SENT] += 1
@@ -170,13 +169,13 @@ def tx_next(E, F, T, ep, now, q, i):
 
 
 @njit
-def on_rx(E, F, T, ep, i, now):
+def on_rx(E, F, T, ep, pkt, now):
     """An endpoint request or response arrived for host controller `ep`."""
     core = T.core
     mp = T.mrc_p[0]
     h = ep - mp["n_qp"]
-    hd = E.hdr[i]
-    src = E.pkt[i]["src"]
+    hd = E.hdr[pkt]
+    src = E.pkt[pkt]["src"]
     op = hd["ep_op"]
     n_planes = E.cfg[0]["n_planes"]
     if hd["opcode"] == OP_MRC_ENDPOINT_REQUEST:

@@ -42,7 +42,7 @@ from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
 from mrc.emulator.transports import mrcctl
 from mrc.fabric.paths import ev_carrier
 from mrc.core.cachelines import prefetch, prefetch_lines
-from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
+from mrc.core.tables import psn_slot
 from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
 
 MP = np.dtype([
@@ -151,23 +151,23 @@ def flow_start(E, F, T, f, now):
 
 
 @njit(inline="always")
-def _count_sent(E, T, ep, kind, i):
+def _count_sent(E, T, ep, kind, pkt):
     if kind == cdisp.K_DATA:
         E.ctr[ST.C_DATA_PKTS] += 1
-        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[i]["payload_len"]
+        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[pkt]["payload_len"]
     elif kind == cdisp.K_RTX:
         E.ctr[ST.C_DATA_PKTS] += 1
-        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[i]["payload_len"]
+        E.ctr[ST.C_PAYLOAD_SENT] += E.hdr[pkt]["payload_len"]
         E.ctr[ST.C_RETX] += 1
         E.flow[E.ep[ep]["flow"]]["retx"] += 1
     elif kind == cdisp.K_PROBE:
         E.ctr[ST.C_PROBES] += 1
     else:
-        op = E.hdr[i]["opcode"]
+        op = E.hdr[pkt]["opcode"]
         if op == OP_MRC_RELIABILITY_SACK:
             E.ctr[ST.C_ACKS] += 1
         elif op == OP_MRC_RELIABILITY_NACK:
-            r = E.hdr[i]["nack_reason"]
+            r = E.hdr[pkt]["nack_reason"]
             if r == NR_TRIMMED:
                 E.ctr[ST.C_NACK_TRIMMED] += 1
             elif r == NR_TRIMMED_LASTHOP:
@@ -196,15 +196,15 @@ def _prefetch_qp(core, ep, group):
 
 
 @njit(inline="always")
-def prefetch_ep(E, T, ep, i):
-    """The rows endpoint ep reads for packet i (`dispatch.prefetch`; its header row is cached,
+def prefetch_ep(E, T, ep, pkt):
+    """The rows endpoint ep reads for packet `pkt` (`dispatch.prefetch`; its header row is cached,
     `engine._prefetch_ahead`): the lines of its QP row it reads; at a responder, the PSN's
     tracking slot; at a requester, the transmission the acknowledgement answers (cack_psn +
     ack_psn_offset). The QP's TX and RX rows come from ``mrc_rows``, not from its QP row, which
     is on its way."""
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
-        h = E.hdr[i]
+        h = E.hdr[pkt]
         r = T.mrc_rows[ep, 1]
         if r >= 0:
             _prefetch_qp(core, ep, _RESP)
@@ -216,26 +216,35 @@ def prefetch_ep(E, T, ep, i):
 
 
 # ``mrc_next[slot]``: where the rows a ring slot reads first when next asked to send sit, noted
-# when it last sent (a prefetch hint, never read by the protocol): row << 24 | column, -1 unknown.
-# The EV ones are per plane; the TX slot and work request, per endpoint, sit in its plane-0 slot.
+# when it last sent (a prefetch hint, never read by the protocol): `_at(row, column)`, -1 unknown (for
+# the TX slot the column is the PSN, 24 bits). The EV ones are per plane; the TX slot and work
+# request, per endpoint, sit in its plane-0 slot.
 NX_EV = 0  # the EV row it picks (``core.ev``)
 NX_TX = 1  # the TX slot of its next PSN (``core.tx``)
 NX_WR = 2  # the work request it segments (``core.wr``)
 NX_ORDER = 3  # the entry of its EV visiting order it reads (``core.ev_order``)
 N_NX = 4
+_COL_BITS = 24
+_COL_MASK = (1 << _COL_BITS) - 1
+
+
+@njit(inline="always")
+def _at(row, col):
+    """A row and a column (< 2^24) in one ``mrc_next`` entry."""
+    return (np.int64(row) << _COL_BITS) | np.int64(col)
 
 
 @njit(inline="always")
 def _prefetch_at(tab, h):
     if h >= 0:
-        prefetch(tab[h >> 24], h & 0xFFFFFF)
+        prefetch(tab[h >> _COL_BITS], h & _COL_MASK)
 
 
 @njit(inline="always")
 def _prefetch_slot(tab, row, psn):
-    """PSN `psn`'s slot of `row` in a TX or RX table (tiles of `tables.PSN_TILE` slots)."""
-    s = psn & ((tab.shape[0] << PSN_TILE_SHIFT) - 1)
-    prefetch(tab[s >> PSN_TILE_SHIFT, row], s & (PSN_TILE - 1))
+    """PSN `psn`'s slot of `row` in a TX or RX table (`tables.psn_slot`)."""
+    tile, col = psn_slot(tab, psn)
+    prefetch(tab[tile, row], col)
 
 
 @njit(inline="always")
@@ -254,7 +263,7 @@ def prefetch_tx(E, T, slot):
         _prefetch_at(core.ev_order, nx[NX_ORDER])
         nx = T.mrc_next[ep * n_planes]
         if nx[NX_TX] >= 0:
-            _prefetch_slot(core.tx, nx[NX_TX] >> 24, nx[NX_TX] & 0xFFFFFF)
+            _prefetch_slot(core.tx, nx[NX_TX] >> _COL_BITS, nx[NX_TX] & _COL_MASK)
         _prefetch_at(core.wr, nx[NX_WR])
 
 
@@ -271,42 +280,42 @@ def _note_next(T, ep, plane, n_planes):
     r = np.int64(q["ev_row"])
     if q["tx_row"] >= 0:
         k, o = evpolicy.next_ev_hint(core, ep, plane)
-        nx[NX_ORDER] = (r << 24) | o if o >= 0 else -1
+        nx[NX_ORDER] = _at(r, o) if o >= 0 else -1
         nx0 = T.mrc_next[ep * n_planes]
-        nx0[NX_TX] = (np.int64(q["tx_row"]) << 24) | (np.int64(q["sq_psn"]) & ((core.tx.shape[0] << PSN_TILE_SHIFT) - 1))
-        nx0[NX_WR] = (np.int64(q["wr_row"]) << 24) | (np.int64(q["wr_next"]) % core.wr.shape[1])
+        nx0[NX_TX] = _at(q["tx_row"], q["sq_psn"])
+        nx0[NX_WR] = _at(q["wr_row"], np.int64(q["wr_next"]) % core.wr.shape[1])
     else:
         k = np.int64(q["rev_ev"][plane])
-    nx[NX_EV] = (r << 24) | k if k >= 0 else -1
+    nx[NX_EV] = _at(r, k) if k >= 0 else -1
 
 
 @njit(inline="always")
-def tx_next(E, F, T, ep, now, q, allow_data, i):
-    """Build endpoint ep's next packet for NIC port q into pool row i; 1 if built."""
+def tx_next(E, F, T, ep, now, port, allow_data, pkt):
+    """Build endpoint ep's next packet for NIC port `port` into pool row `pkt`; 1 if built."""
     mp = T.mrc_p[0]
     if ep >= mp["n_qp"]:
-        return mrcctl.tx_next(E, F, T, ep, now, q, i)
+        return mrcctl.tx_next(E, F, T, ep, now, port, pkt)
     if not allow_data:
         return 0
     core = T.core
     host = E.ep[ep]["host"]
-    plane = q - host * E.cfg[0]["n_planes"]
-    kind = cdisp.next_packet(core, ep, now, np.int64(1) << plane, E.hdr, i)
+    plane = port - host * E.cfg[0]["n_planes"]
+    kind = cdisp.next_packet(core, ep, now, np.int64(1) << plane, E.hdr, pkt)
     if kind == cdisp.K_NONE:
         return 0
     _note_next(T, ep, plane, E.cfg[0]["n_planes"])
-    h = E.hdr[i]
+    h = E.hdr[pkt]
     peer = E.ep[ep]["peer"]
     dst = E.ep[peer]["host"]
     size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
     cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
-    pkt_new(E, i, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
+    pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
     if mp["fwd"] == ST.FWD_SRV6:
         hi, lo = ev_carrier(F, host, dst, h["ev"])
-        pkt_route_srv6(E, i, hi, lo)
+        pkt_route_srv6(E, pkt, hi, lo)
     else:
-        pkt_route_ar(E, i, 0xC000 | (ep & 0x3FFF), 0)
-    _count_sent(E, T, ep, kind, i)
+        pkt_route_ar(E, pkt, 0xC000 | (ep & 0x3FFF), 0)
+    _count_sent(E, T, ep, kind, pkt)
     if core.evt_n[0] > 0:
         _drain(E, T, now)
     return 1
@@ -331,20 +340,20 @@ def next_deadline(E, T, ep):
     cur = E.ep[ep]["timer_at"]
     if cur < d:
         return cur
-    return d if d < ST.NEVER else ST.NEVER
+    return d  # the core's "no timer armed" is the engine's NEVER (one value, mrc.core.dtypes)
 
 
 @njit(inline="always")
-def on_rx(E, F, T, ep, i, now):
+def on_rx(E, F, T, ep, pkt, now):
     if ep >= T.mrc_p[0]["n_qp"]:
-        mrcctl.on_rx(E, F, T, ep, i, now)
+        mrcctl.on_rx(E, F, T, ep, pkt, now)
         return
     core = T.core
     q = core.qp[ep]
     rx0 = q["rx_bytes"]
     msn0 = q["rx_msn"]
     spur0 = q["rtx_spurious"]
-    cdisp.on_packet(core, ep, E.hdr[i], now)
+    cdisp.on_packet(core, ep, E.hdr[pkt], now)
     if q["rx_bytes"] != rx0:
         f = E.ep[ep]["flow"]
         flows.delivered(E, f, q["rx_bytes"] - rx0)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrc.core.psn import PSN_MASK
 from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
@@ -53,8 +54,6 @@ ACK_BYTES = HDR_BYTES + C.AETH_LEN  # 68
 CNP_BYTES = HDR_BYTES + C.CNP_PAD_LEN  # 80
 AETH_ACK = 0x1F  # syndrome: ACK, credit count invalid
 AETH_NAK_SEQ = 0x60  # syndrome: NAK, PSN sequence error
-
-PSN_MASK = 0xFFFFFF
 
 ROCE = np.dtype([
     # both ends
@@ -282,28 +281,28 @@ def _control(E, R, rp, ep, i, opcode, size, psn, now):
 
 
 @njit(inline="always")
-def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
-    """Build this endpoint's next packet into pool row i; returns 1 if built."""
+def tx_next(E, F, R, RPa, ep, now, port, allow_data, pkt):
+    """Build this endpoint's next packet for NIC port `port` into pool row `pkt`; returns 1 if built."""
     rp = RPa[0]
     r = R[ep]
     if r["role"] == ROLE_RESP:
         if r["cnp_pending"]:
-            _control(E, R, rp, ep, i, OP_CNP, CNP_BYTES, 0, now)
-            E.hdr[i]["becn"] = 1
+            _control(E, R, rp, ep, pkt, OP_CNP, CNP_BYTES, 0, now)
+            E.hdr[pkt]["becn"] = 1
             r["cnp_pending"] = 0
             r["last_cnp"] = now
             r["cnps"] += 1
             E.ctr[ST.C_CNPS] += 1
             return 1
         if r["nak_pending"]:
-            _control(E, R, rp, ep, i, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"], now)
-            E.hdr[i]["aeth_syndrome"] = AETH_NAK_SEQ
+            _control(E, R, rp, ep, pkt, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"], now)
+            E.hdr[pkt]["aeth_syndrome"] = AETH_NAK_SEQ
             r["nak_pending"] = 0
             E.ctr[ST.C_NAKS] += 1
             return 1
         if r["ack_pending"]:
-            _control(E, R, rp, ep, i, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"] - 1, now)
-            E.hdr[i]["aeth_syndrome"] = AETH_ACK
+            _control(E, R, rp, ep, pkt, OP_RC_ACKNOWLEDGE, ACK_BYTES, r["epsn"] - 1, now)
+            E.hdr[pkt]["aeth_syndrome"] = AETH_ACK
             r["ack_pending"] = 0
             r["unacked"] = 0
             E.ctr[ST.C_ACKS] += 1
@@ -326,11 +325,11 @@ def tx_next(E, F, R, RPa, ep, now, q, allow_data, i):
         op = OP_RC_RDMA_WRITE_MIDDLE
     size = HDR_BYTES + payload + (RETH_BYTES if (op == OP_RC_RDMA_WRITE_FIRST or op == OP_RC_RDMA_WRITE_ONLY) else 0)
     ecn = ST.ECN_ECT0 if rp["dcqcn"] != 0 else ST.ECN_NOT_ECT
-    pkt_new(E, i, r["host"], r["peer_host"], r["peer"], r["flow"], r["plane"], size, ST.CLS_DATA, ecn,
+    pkt_new(E, pkt, r["host"], r["peer_host"], r["peer"], r["flow"], r["plane"], size, ST.CLS_DATA, ecn,
             rp["dscp_data"], now)
-    _route(E, r, i, rp)
-    _hdr(E, i, op, psn, r["peer"], payload, r["ev"])
-    h = E.hdr[i]
+    _route(E, r, pkt, rp)
+    _hdr(E, pkt, op, psn, r["peer"], payload, r["ev"])
+    h = E.hdr[pkt]
     h["ackreq"] = 1 if (op == OP_RC_RDMA_WRITE_LAST or op == OP_RC_RDMA_WRITE_ONLY) else 0
     if op == OP_RC_RDMA_WRITE_FIRST or op == OP_RC_RDMA_WRITE_ONLY:
         h["dma_len"] = r["size"]
@@ -425,13 +424,13 @@ def _on_ack(E, R, rp, ep, i, now):
 
 
 @njit(inline="always")
-def on_rx(E, F, R, RPa, ep, i, now):
+def on_rx(E, F, R, RPa, ep, pkt, now):
     rp = RPa[0]
-    op = E.hdr[i]["opcode"]
+    op = E.hdr[pkt]["opcode"]
     if R[ep]["role"] == ROLE_RESP:
-        _on_data(E, R, rp, ep, i, now)
+        _on_data(E, R, rp, ep, pkt, now)
     elif op == OP_RC_ACKNOWLEDGE:
-        _on_ack(E, R, rp, ep, i, now)
+        _on_ack(E, R, rp, ep, pkt, now)
     elif op == OP_CNP:
         r = R[ep]
         if r["active"] != 0 and rp["dcqcn"] != 0:

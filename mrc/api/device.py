@@ -579,9 +579,9 @@ class Device:
 
     def next_deadline(self) -> int | None:
         """Earliest timer of any QP or controller operation (ps), or None."""
-        t = min((dispatch.next_deadline(self.T, qp.index) for qp in self._by_qpn.values()), default=D.NO_DEADLINE)
+        t = min((dispatch.next_deadline(self.T, qp.index) for qp in self._by_qpn.values()), default=D.NEVER)
         t = min(t, self.ctl._next_deadline())
-        return None if t >= D.NO_DEADLINE else int(t)
+        return None if t >= D.NEVER else int(t)
 
     def handle_timer(self, now: int) -> None:
         """Fire every timer due at `now` (ps); call it when `next_deadline` has passed."""

@@ -43,6 +43,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import ctltable as TB
 from mrc.core import evset
+from mrc.core.rotation import plane_slots
 from mrc.core.ctltable import (  # noqa: F401  (the table's names, re-exported for the callers)
     HOST, N_S, R_FREE, R_QUEUED, R_WAITING, REQ, S_FREE_N, S_REQ_SEQ, S_STAMP, allocate, ready, release,
 )
@@ -218,7 +219,8 @@ def psu_ev(core, qp, plane):
         return i64(-1)
     q = core.qp[qp]
     row = core.ev[q["ev_row"]]
-    for k in range(i64(q["plane_start"][plane]), i64(q["plane_start"][plane + 1])):
+    start, size = plane_slots(q, plane)
+    for k in range(start, start + size):
         if evset.is_usable(row[k]["state"]):
             return i64(row[k]["ev"])
     return i64(-1)

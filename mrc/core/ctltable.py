@@ -53,7 +53,7 @@ REQ = np.dtype([
 ], align=True)
 
 HOST = np.dtype([
-    ("deadline", np.int64),  # earliest deadline of its waiting rows (D.NO_DEADLINE: none)
+    ("deadline", np.int64),  # earliest deadline of its waiting rows (D.NEVER: none)
     ("local_ports", np.int32),  # bit p: NIC port p up
     ("q_head", np.int32),
     ("q_tail", np.int32),
@@ -65,7 +65,7 @@ HOST = np.dtype([
 def allocate(n_hosts: int, capacity: int, n_ports: int):
     """Empty tables: (C, H, free, s), every host with its `n_ports` ports up."""
     H = np.zeros(n_hosts, HOST)
-    H["deadline"] = D.NO_DEADLINE
+    H["deadline"] = D.NEVER
     H["local_ports"] = (1 << n_ports) - 1
     H["q_head"] = H["q_tail"] = H["w_head"] = -1
     C = np.zeros(capacity, REQ)
@@ -149,7 +149,7 @@ def unlink_waiting(C, H, h, r):
 
 @njit_core
 def recompute_deadline(C, H, h):
-    d = i64(D.NO_DEADLINE)
+    d = i64(D.NEVER)
     k = H[h]["w_head"]
     while k >= 0:
         if C[k]["deadline"] < d:

@@ -268,7 +268,7 @@ def on_timer(T, i, now):
             q["rel_probe_pending"] = 1
             q["rel_probe_deadline"] = now + requester.probe_timeout(q)
         else:
-            q["rel_probe_deadline"] = D.NO_DEADLINE
+            q["rel_probe_deadline"] = D.NEVER
     if q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]:
         q["ack_pending"] = D.ACK_NOW
     if now >= q["ev_probe_deadline"]:
@@ -277,7 +277,7 @@ def on_timer(T, i, now):
     if q["rev_probe_slot"] >= 0 and now >= q["rev_probe_timeout"]:
         s = q["rev_probe_slot"]
         q["rev_probe_slot"] = -1
-        q["rev_probe_timeout"] = D.NO_DEADLINE
+        q["rev_probe_timeout"] = D.NEVER
         q["rev_probe_misses"] += 1
         # the probe or its answer was lost; the answer leaves on the peer's own reverse EV,
         # which may be the broken path, so by default (``rev_probe_miss_bad`` = 0) the probed EV
@@ -292,15 +292,15 @@ def on_timer(T, i, now):
         elif now < q["rx_active_until"]:
             q["rev_probe_deadline"] = now + q["rev_probe_interval_ps"]
         else:
-            q["rev_probe_deadline"] = D.NO_DEADLINE
+            q["rev_probe_deadline"] = D.NEVER
 
 
 @njit_core
 def next_deadline(T, i):
-    """Earliest future deadline of QP `i` (NO_DEADLINE when none)."""
+    """Earliest future deadline of QP `i` (NEVER when none)."""
     q = T.qp[i]
     if q["state"] == D.QPS_ERROR or q["state"] == D.QPS_RESET:
-        return D.NO_DEADLINE
+        return D.NEVER
     t = q["rto_deadline"]
     if q["loss_deadline"] < t:
         t = q["loss_deadline"]

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mrc.core.psn import PSN_MASK  # noqa: F401  (24-bit PSNs: one home, mrc.core.psn; D.PSN_MASK for the core)
+
 # --------------------------------------------------------------------------
 # QP states (IB verbs state machine as used by mrc.h; see qp.py for the table)
 QPS_RESET = 0
@@ -121,7 +123,6 @@ CC_NONE = 0  # fixed window (max_cwnd)
 CC_NSCC = 1  # "uet-1.0-nscc"
 CC_ALGORITHMS = {"none": CC_NONE, "uet-1.0-nscc": CC_NSCC}
 
-PSN_MASK = 0xFFFFFF
 # QP.ack_pending: the SACK a responder owes
 ACK_NONE = 0  # nothing
 ACK_AT_DEADLINE = 1  # coalescing: at ack_deadline
@@ -132,10 +133,11 @@ MPR_UNIT = 128
 # bounds; `requester` keeps sq_psn - una_psn below MPR x 128). A packet whose PSN lies further than
 # this from a QP's window cannot come from its peer: it is counted (``rx_oow``) and dropped.
 MAX_PSN_SPAN = 255 * MPR_UNIT
-# "No timer armed": what the core's `next_deadline` returns for a QP with nothing to wait for. (The emulator's
-# clock has its own "never", `emulator.state.NEVER` = 2^62, which leaves room to add delays to it; its
-# transports map this value onto that one where the core meets the engine.)
-NO_DEADLINE = np.iinfo(np.int64).max
+# The one "never" of the project, in the core and the emulator's engine alike: no timer armed (what the core's
+# `next_deadline` returns for a QP with nothing to wait for), an event that has not happened, a queue with nothing
+# due. 2^62 ps (about 53 days) rather than int64's maximum, so that a delay added to it cannot overflow; every
+# clock the core is driven by (the emulator's picoseconds from 0, the library's monotonic clock) stays far below it.
+NEVER = np.int64(2**62)
 MAX_PLANES = 8
 
 def _line_grouped(groups):
@@ -254,7 +256,7 @@ _QP_GROUPS = [
         ("last_adjust_time", np.int64),
         ("last_dec_time", np.int64),
         ("qa_endtime", np.int64),
-        ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NO_DEADLINE if none
+        ("rto_marked_since", np.int64),  # first SACK-less timeout since the last progress, NEVER if none
         ("reorder_window_ps", np.int64),  # loss detection: a packet is lost when one sent this much later is acked
         ("sacks_rx", np.int64),
         ("ecn_sacks_rx", np.int64),

@@ -41,7 +41,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
 from mrc.core.rng import below
-from mrc.core.rotation import new_cycle, rotation_next
+from mrc.core.rotation import new_cycle, plane_slots, rotation_next
 from mrc.wire.constants import M_ALWAYS_SKIP, M_SKIP_ONCE, NackReason
 
 _G, _S, _B, _X, _U = D.EV_GOOD, D.EV_SKIP, D.EV_ASSUMED_BAD, D.EV_DENIED, D.EV_UNUSED
@@ -101,7 +101,7 @@ def setup_planes(T, i):
         order[k] = k - i64(q["plane_start"][row[k]["plane"]])
         row[k]["probe_sent"] = -1
     for p in range(n_planes):
-        size = i64(q["plane_start"][p + 1]) - i64(q["plane_start"][p])
+        size = plane_slots(q, p)[1]
         if size > 0:
             new_cycle(T, i, p, size)
     rebalance(T, i)
@@ -112,8 +112,7 @@ def pick_in_plane(T, i, p, now):
     """Next active, usable EV slot of plane `p` in rotation order, or -1."""
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
-    start = i64(q["plane_start"][p])
-    size = i64(q["plane_start"][p + 1]) - start
+    start, size = plane_slots(q, p)
     if size <= 0:
         return -1
     for _ in range(2 * size + 1):
@@ -255,8 +254,7 @@ def rebalance(T, i):
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
     for p in range(i64(q["n_planes"])):
-        start = i64(q["plane_start"][p])
-        size = i64(q["plane_start"][p + 1]) - start
+        start, size = plane_slots(q, p)
         if size == 0:
             continue
         want = plane_share(q, p)
@@ -288,7 +286,8 @@ def active_per_plane(T, i, out):
     row = T.ev[q["ev_row"]]
     for p in range(i64(q["n_planes"])):
         c = 0
-        for k in range(i64(q["plane_start"][p]), i64(q["plane_start"][p + 1])):
+        start, size = plane_slots(q, p)
+        for k in range(start, start + size):
             if row[k]["active"] and is_usable(row[k]["state"]):
                 c += 1
         out[p] = c
@@ -331,7 +330,7 @@ def next_probe_time(T, i, now):
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
     planes = plane_mask(T, i)
-    nxt = D.NO_DEADLINE
+    nxt = D.NEVER
     for k in range(i64(q["n_ev"])):
         e = row[k]
         if e["state"] == D.EV_ASSUMED_BAD and (planes >> e["plane"]) & 1 and now < e["probe_deadline"] < nxt:

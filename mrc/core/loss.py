@@ -142,7 +142,7 @@ def _retire_ev_after_loss(T, i, slot, now, timeout):
 def detect_losses(T, i, now):
     """RACK: declare lost what a later-sent, delivered packet overtook long enough ago."""
     q = T.qp[i]
-    q["loss_deadline"] = D.NO_DEADLINE
+    q["loss_deadline"] = D.NEVER
     if q["rack_seq"] <= 0 or q["rack"] == 0:
         return
     wait = q["last_rtt"] + q["reorder_window_ps"]
@@ -176,7 +176,7 @@ def _reprobe_after_timeout(T, i, now):
     """
     q = T.qp[i]
     since = q["rto_marked_since"]
-    q["rto_marked_since"] = D.NO_DEADLINE
+    q["rto_marked_since"] = D.NEVER
     if q["rto_reprobe"] == 0:
         return
     row = T.ev[q["ev_row"]]
@@ -197,8 +197,8 @@ def _progress(q, now):
         q["rto_deadline"] = now + rto_interval(q)
         q["rel_probe_deadline"] = now + probe_timeout(q)
     else:
-        q["rto_deadline"] = D.NO_DEADLINE
-        q["rel_probe_deadline"] = D.NO_DEADLINE
+        q["rto_deadline"] = D.NEVER
+        q["rel_probe_deadline"] = D.NEVER
 
 
 @njit_core(inline="always")
@@ -247,7 +247,7 @@ def _probe_answer(T, i, slot, m, now):
         q["rev_fresh"][e["plane"]] = 0  # a path just proven beats fresh guesses (`evset.drop_rev_ev`)
         if q["rev_probe_slot"] == slot:
             q["rev_probe_slot"] = -1
-            q["rev_probe_timeout"] = D.NO_DEADLINE
+            q["rev_probe_timeout"] = D.NEVER
 
 
 @njit_core
@@ -357,7 +357,7 @@ def on_sack(T, i, p, now):
         c = T.cc[q["cc_profile"]]
         nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
         _progress(q, now)
-        if q["rto_marked_since"] != D.NO_DEADLINE:
+        if q["rto_marked_since"] != D.NEVER:
             _reprobe_after_timeout(T, i, now)
     detect_losses(T, i, now)
     _complete_wrs(T, i, now)
@@ -435,7 +435,7 @@ def on_aeth(T, i, p, now):
 def on_rto(T, i, now):
     """The local ACK timeout expired without progress."""
     q = T.qp[i]
-    q["rto_deadline"] = D.NO_DEADLINE
+    q["rto_deadline"] = D.NEVER
     if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
         return
     q["retries"] += 1
@@ -463,7 +463,7 @@ def on_rto(T, i, now):
     # a timeout without any SACK cannot tell lost data from lost SACKs: remember when it
     # retired EVs (`_reprobe_after_timeout`), and let our own control packets (answers to the
     # peer's probes) try other reverse EVs too
-    if q["rto_marked_since"] == D.NO_DEADLINE:
+    if q["rto_marked_since"] == D.NEVER:
         q["rto_marked_since"] = now
     for p in range(i64(q["n_planes"])):
         evset.drop_rev_ev(T, i, p)

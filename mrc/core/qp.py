@@ -60,14 +60,14 @@ def enter_error(T, i, cause, now):
             q["rq_head"] += 1
     q["inflight"] = 0
     q["n_lost"] = 0
-    q["rto_deadline"] = D.NO_DEADLINE
-    q["loss_deadline"] = D.NO_DEADLINE
-    q["rel_probe_deadline"] = D.NO_DEADLINE
+    q["rto_deadline"] = D.NEVER
+    q["loss_deadline"] = D.NEVER
+    q["rel_probe_deadline"] = D.NEVER
     q["ack_pending"] = D.ACK_NONE
     q["nack_n"] = 0
-    q["ev_probe_deadline"] = D.NO_DEADLINE
-    q["rev_probe_deadline"] = D.NO_DEADLINE
-    q["rev_probe_timeout"] = D.NO_DEADLINE
+    q["ev_probe_deadline"] = D.NEVER
+    q["rev_probe_deadline"] = D.NEVER
+    q["rev_probe_timeout"] = D.NEVER
 
 
 @njit_core

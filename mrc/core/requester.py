@@ -24,7 +24,7 @@ from mrc.core import dtypes as D
 from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
-from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
+from mrc.core.tables import psn_slot
 from mrc.wire.constants import (
     ECN_ECT0, OP_MRC_RELIABILITY_PROBE, OP_MRC_WRITE_FIRST, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM,
     OP_MRC_WRITE_MIDDLE, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
@@ -34,9 +34,9 @@ from mrc.wire.constants import (
 
 @njit_core(inline="always")
 def tx_slot(T, q, psn):
-    """PSN `psn`'s TX slot of QP row `q` (`tables`: tiles of PSN_TILE slots)."""
-    s = psn & ((T.tx.shape[0] << PSN_TILE_SHIFT) - 1)
-    return T.tx[s >> PSN_TILE_SHIFT, q["tx_row"], s & (PSN_TILE - 1)]
+    """PSN `psn`'s TX slot of QP row `q` (`tables.psn_slot`)."""
+    tile, col = psn_slot(T.tx, psn)
+    return T.tx[tile, q["tx_row"], col]
 
 
 @njit_core(inline="always")
@@ -114,9 +114,9 @@ def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
 @njit_core(inline="always")
 def _arm_after_send(T, i, now):
     q = T.qp[i]
-    if q["rto_deadline"] == D.NO_DEADLINE:
+    if q["rto_deadline"] == D.NEVER:
         q["rto_deadline"] = now + rto_interval(q)
-    if q["rel_probe_deadline"] == D.NO_DEADLINE:
+    if q["rel_probe_deadline"] == D.NEVER:
         q["rel_probe_deadline"] = now + probe_timeout(q)
 
 

@@ -62,7 +62,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.core.events import emit
-from mrc.core.tables import PSN_TILE, PSN_TILE_SHIFT
+from mrc.core.tables import psn_slot
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
 from mrc.wire.constants import (
@@ -79,9 +79,9 @@ NACK_PROBE_REPLY = 0xFF  # queue entry that is a probe's SACK, not a NACK
 
 @njit_core(inline="always")
 def rx_slot(T, q, psn):
-    """PSN `psn`'s RX slot of QP row `q` (`tables`: tiles of PSN_TILE slots)."""
-    s = psn & ((T.rx.shape[0] << PSN_TILE_SHIFT) - 1)
-    return T.rx[s >> PSN_TILE_SHIFT, q["rx_row"], s & (PSN_TILE - 1)]
+    """PSN `psn`'s RX slot of QP row `q` (`tables.psn_slot`)."""
+    tile, col = psn_slot(T.rx, psn)
+    return T.rx[tile, q["rx_row"], col]
 
 
 @njit_core
@@ -209,7 +209,7 @@ def on_data(T, i, p, now):
             q["ack_trigger_port"] = p["port"]
         return
     q["rx_active_until"] = now + 2 * q["base_rtt"]
-    if q["rev_probe_deadline"] == D.NO_DEADLINE:
+    if q["rev_probe_deadline"] == D.NEVER:
         q["rev_probe_deadline"] = now + q["rev_probe_interval_ps"]
     if p["trim"] != 0:
         q["rx_trimmed"] += 1

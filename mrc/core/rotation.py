@@ -21,6 +21,13 @@ from mrc.core.rng import below
 
 
 @njit_core(inline="always")
+def plane_slots(q, p):
+    """(first slot, number of slots) of plane `p` in QP row `q`'s EV slots (sorted by plane; ``plane_start``)."""
+    start = i64(q["plane_start"][p])
+    return start, i64(q["plane_start"][p + 1]) - start
+
+
+@njit_core(inline="always")
 def next_plane(planes, start, n_planes):
     """The first plane of bit mask `planes` in the order start, start + 1, ... (mod `n_planes`), or -1."""
     for step in range(n_planes):
@@ -64,8 +71,7 @@ def rotation_peek(T, i, p):
     slot is -1 when a new cycle starts next (its shuffle is not drawn yet; the index is then the
     plane's first entry); (-1, -1) for a plane without EVs. Changes nothing."""
     q = T.qp[i]
-    start = i64(q["plane_start"][p])
-    size = i64(q["plane_start"][p + 1]) - start
+    start, size = plane_slots(q, p)
     if size <= 0:
         return -1, -1
     pos = i64(q["rot_pos"][p])

@@ -300,11 +300,11 @@ def start_responder(T, i, rq_psn, now):
     q = T.qp[i]
     q["cack_psn"] = (rq_psn - 1) & D.PSN_MASK
     q["ack_pending"] = D.ACK_NONE
-    q["ack_deadline"] = D.NO_DEADLINE
+    q["ack_deadline"] = D.NEVER
     q["nack_n"] = 0
     q["rx_active_until"] = 0
-    q["rev_probe_deadline"] = D.NO_DEADLINE
-    q["rev_probe_timeout"] = D.NO_DEADLINE
+    q["rev_probe_deadline"] = D.NEVER
+    q["rev_probe_timeout"] = D.NEVER
     q["rev_probe_slot"] = -1
     q["rev_probe_due"] = 0
     for p in range(D.MAX_PLANES):
@@ -331,13 +331,13 @@ def start_requester(T, i, sq_psn, now):
     q["inflight"] = 0
     q["n_lost"] = 0
     q["rack_seq"] = 0
-    q["rto_deadline"] = D.NO_DEADLINE
-    q["rto_marked_since"] = D.NO_DEADLINE
-    q["loss_deadline"] = D.NO_DEADLINE
-    q["rel_probe_deadline"] = D.NO_DEADLINE
+    q["rto_deadline"] = D.NEVER
+    q["rto_marked_since"] = D.NEVER
+    q["loss_deadline"] = D.NEVER
+    q["rel_probe_deadline"] = D.NEVER
     q["rel_probe_pending"] = 0
     q["rel_probe_slot"] = -1
-    q["ev_probe_deadline"] = D.NO_DEADLINE
+    q["ev_probe_deadline"] = D.NEVER
     q["ev_probe_due"] = 0
     q["tx_active_until"] = 0
     evpolicy.start(T, i)

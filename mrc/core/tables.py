@@ -11,8 +11,8 @@ Sizes:
   ``window`` TX slots and ``n_rx_rows`` x ``window`` RX slots (``window`` is a
   power of two >= the largest MPR x 128 any QP uses: PSN p lives in slot
   ``p & (window - 1)``), stored in tiles of `PSN_TILE` slots: the TX table is
-  ``tx[slot // PSN_TILE, row, slot % PSN_TILE]`` (`requester.tx_slot`; RX alike,
-  `responder.rx_slot`), so a row's consecutive PSNs sit together (a SACK's
+  ``tx[slot // PSN_TILE, row, slot % PSN_TILE]`` (`psn_slot`, read through
+  `requester.tx_slot`; RX alike, `responder.rx_slot`), so a row's consecutive PSNs sit together (a SACK's
   bitmap reads a few lines) and every row's first tile sits in the first part
   of the table: QPs that never send more than a tile or two (short messages
   on many connections: 131,072 QP pairs of 16-packet messages) touch only
@@ -26,6 +26,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from mrc._jit import njit_core
 from mrc.core.cachelines import aligned_zeros
 from mrc.core import dtypes as D
 from mrc.errors import ConfigError
@@ -59,6 +60,13 @@ PSN_TILE = 1 << PSN_TILE_SHIFT  # TX / RX slots of one row stored together (TX: 
 def psn_window(table: np.ndarray) -> int:
     """The PSN slots per row of a TX or RX table (``window``)."""
     return table.shape[0] * table.shape[2]
+
+
+@njit_core(inline="always")
+def psn_slot(table, psn):
+    """(tile, column) of PSN `psn`'s slot in a TX or RX table: ``table[tile, row, column]``."""
+    s = psn & ((table.shape[0] << PSN_TILE_SHIFT) - 1)
+    return s >> PSN_TILE_SHIFT, s & (PSN_TILE - 1)
 
 
 def _pow2_at_least(n: int) -> int:

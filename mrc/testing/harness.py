@@ -297,9 +297,9 @@ class Pair:
 
     def step(self) -> bool:
         """Advance to the next delivery or deadline and process it; False when idle."""
-        t = self.queue[0][0] if self.queue else D.NO_DEADLINE
+        t = self.queue[0][0] if self.queue else D.NEVER
         t = min(t, dispatch.next_deadline(self.T, 0), dispatch.next_deadline(self.T, 1))
-        if t == D.NO_DEADLINE:
+        if t == D.NEVER:
             return False
         self.now = max(self.now, int(t))
         while self.queue and self.queue[0][0] <= self.now:

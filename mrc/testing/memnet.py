@@ -178,7 +178,7 @@ def _run(T, pool, pool_dst, free, h_time, h_item, armed, tx_free, touched, mark,
                 i = EVT_TIMER - item
                 if armed[i] != now:
                     continue  # stale: the timer was re-armed since
-                armed[i] = D.NO_DEADLINE
+                armed[i] = D.NEVER
                 if dispatch.next_deadline(T, i) <= now:
                     dispatch.on_timer(T, i, now)
                     stats[S_TIMERS] += 1
@@ -248,7 +248,7 @@ def run(T, *, msgs: int, msg_bytes: int, depth: int = 4, loss: float = 0.0, trim
     stats[S_RNG] = seed_state(seed, 1 << 20)
     u32 = lambda p: int(min(max(p, 0.0), 1.0) * (1 << 32))  # noqa: E731
     end = _run(T, pool, np.zeros(pool_size, np.int64), np.zeros(pool_size, np.int64), np.zeros(heap, np.int64),
-               np.zeros(heap, np.int64), np.full(n_qp, D.NO_DEADLINE, np.int64), np.zeros(n_qp, np.int64),
+               np.zeros(heap, np.int64), np.full(n_qp, D.NEVER, np.int64), np.zeros(n_qp, np.int64),
                np.zeros(n_qp + 1, np.int64), np.zeros(n_qp, np.int64), np.zeros(1, dtype=PKT), stats,
                msgs, msg_bytes, depth, u32(loss), u32(trim), u32(ecn), delay_ps, 8 * 10**12 // rate_bps,
                max_time_ps)

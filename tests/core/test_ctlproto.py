@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from mrc.core import ctlproto as CP, dtypes as D, tables
 
-NEVER = int(D.NO_DEADLINE)
+NEVER = int(D.NEVER)
 
 
 def _core(n_ev_per_plane=2, planes=2):

@@ -155,7 +155,7 @@ def test_reps_freezes_on_timeouts_not_on_rack_losses(timeout):
     assert s["flows"]["completed"] == 16
     qps = [simu.T.core.qp[qp] for f, qp, row in _requesters(simu)]
     # a freeze lasts 10 ms, longer than the run: reps_unfreeze is still set on every QP that froze
-    frozen = [q["reps_unfreeze"] != D.NO_DEADLINE for q in qps]
+    frozen = [q["reps_unfreeze"] != D.NEVER for q in qps]
     assert frozen == [q["rtx_timeouts"] > 0 for q in qps]  # frozen exactly where a timeout fired
     if timeout == 8:
         assert any(q["losses"] > 0 and not fz for q, fz in zip(qps, frozen))  # RACK losses alone: no freeze

@@ -13,7 +13,7 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import evset
 from mrc.core.rng import below
-from mrc.core.rotation import next_plane, rotation_next, rotation_peek
+from mrc.core.rotation import next_plane, plane_slots, rotation_next, rotation_peek
 
 NAME = "OBLIVIOUS"
 PATH_HEALTH = False
@@ -30,8 +30,7 @@ def pick_any_in_plane(T, i, p):
     """Next usable EV of plane `p` in its rotation, active or backup (oblivious cycling), or -1."""
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
-    start = i64(q["plane_start"][p])
-    size = i64(q["plane_start"][p + 1]) - start
+    start, size = plane_slots(q, p)
     if size <= 0:
         return -1
     for _ in range(2 * size + 1):
@@ -47,8 +46,7 @@ def random_in_plane(T, i, p):
     random start), or -1."""
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
-    start = i64(q["plane_start"][p])
-    size = i64(q["plane_start"][p + 1]) - start
+    start, size = plane_slots(q, p)
     if size <= 0:
         return -1
     off = below(T.qp, i, size)

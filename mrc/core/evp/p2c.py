@@ -25,7 +25,7 @@ from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.core.rng import below
-from mrc.core.rotation import next_plane
+from mrc.core.rotation import next_plane, plane_slots
 
 NAME = "P2C"
 PATH_HEALTH = True
@@ -43,8 +43,7 @@ def _draw(T, i, p, now):
     SKIP EV passed (as the rotation does, `evset.pick_in_plane`), or -1."""
     q = T.qp[i]
     row = T.ev[q["ev_row"]]
-    start = i64(q["plane_start"][p])
-    size = i64(q["plane_start"][p + 1]) - start
+    start, size = plane_slots(q, p)
     if size <= 0:
         return -1
     off = below(T.qp, i, size)

@@ -40,7 +40,7 @@ def start(T, i):
     q["reps_fhead"] = 0
     q["reps_frozen"] = 0
     q["reps_explore_left"] = 0
-    q["reps_unfreeze"] = D.NO_DEADLINE
+    q["reps_unfreeze"] = D.NEVER
 
 
 @njit_core
@@ -49,7 +49,7 @@ def _thaw(T, i, now):
     q = T.qp[i]
     if q["reps_frozen"] and now >= q["reps_unfreeze"]:
         q["reps_frozen"] = 0
-        q["reps_unfreeze"] = D.NO_DEADLINE
+        q["reps_unfreeze"] = D.NEVER
         q["reps_head"] = 0
         q["reps_n"] = 0
         q["reps_valid"] = 0
