@@ -337,17 +337,25 @@ def _evict_plane(T, i, planes_lost):
 def set_local_ports(T, i, mask, now):
     """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
     q = T.qp[i]
-    lost = i64(q["local_ports"]) & ~i64(mask)
+    old = i64(q["local_ports"])
+    lost = old & ~i64(mask)
+    gained = i64(mask) & ~old & i64(q["remote_ports"])
     q["local_ports"] = mask
     if lost:
         _evict_plane(T, i, lost)
+    if gained:
+        evset.planes_back(T, i, gained, now)
 
 
 @njit_core
 def set_remote_ports(T, i, mask, now):
     """The peer's port status update: its ports up (bit p = plane p)."""
     q = T.qp[i]
-    lost = i64(q["remote_ports"]) & ~i64(mask)
+    old = i64(q["remote_ports"])
+    lost = old & ~i64(mask)
+    gained = i64(mask) & ~old & i64(q["local_ports"])
     q["remote_ports"] = mask
     if lost:
         _evict_plane(T, i, lost)
+    if gained:
+        evset.planes_back(T, i, gained, now)

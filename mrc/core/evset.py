@@ -325,6 +325,24 @@ def next_probe_slot(T, i, now, port_mask):
 
 
 @njit_core
+def planes_back(T, i, gained, now):
+    """Planes in bit mask `gained` carry traffic again (the local port and the peer's both up):
+    probing of their ASSUMED_BAD EVs resumes. `next_probe_time` and `next_probe_slot` pass over
+    EVs whose plane is down, so a probe that fell due meanwhile is due now, and a later one is
+    scheduled (without this such an EV was never probed again)."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for k in range(i64(q["n_ev"])):
+        e = row[k]
+        if e["state"] != D.EV_ASSUMED_BAD or (gained >> e["plane"]) & 1 == 0:
+            continue
+        if e["probe_deadline"] <= now:
+            q["ev_probe_due"] = 1
+        elif e["probe_deadline"] < q["ev_probe_deadline"]:
+            q["ev_probe_deadline"] = e["probe_deadline"]
+
+
+@njit_core
 def next_probe_time(T, i, now):
     """Earliest probe time after `now` among ASSUMED_BAD EVs on planes that are up."""
     q = T.qp[i]

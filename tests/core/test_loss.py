@@ -461,3 +461,27 @@ def test_a_retired_ev_is_first_probed_about_one_rtt_later_and_readmitted_within_
             break
     assert ev_state(pair, lost["ev"]) == D.EV_GOOD
     assert pair.now - bad_at <= 4 * base
+
+
+@pytest.mark.parametrize("side", ["remote", "local"])
+def test_probing_of_an_assumed_bad_ev_resumes_when_its_plane_comes_back(side):
+    """An EV went ASSUMED_BAD, then its plane went down (a port status update, or the local port) for
+    longer than its probe interval: no probe leaves while the plane is down, and once the plane is back
+    its probe goes at once (the probe that fell due meanwhile is not forgotten)."""
+    from mrc.core.dispatch import set_local_ports, set_remote_ports
+
+    set_ports = set_remote_ports if side == "remote" else set_local_ports
+    pair = Pair(n_planes=2, evs_per_plane=4, ev_probe_interval_ps=50 * US, ev_min_active=0)
+    T, q = pair.T, pair.qp(0)
+    k = int(q["plane_start"][1])  # an EV of plane 1
+    evset.ev_input(T, 0, k, D.EVI_LOSS, pair.now)
+    assert int(T.ev[0, k]["state"]) == D.EV_ASSUMED_BAD
+    bad_ev = int(T.ev[0, k]["ev"])
+    set_ports(T, 0, 0b01, pair.now)  # plane 1 down
+    for n in range(1, 5):  # four probe intervals pass with the plane down
+        pair.advance(n * 50 * US)
+        assert [p for kind, p in pair.collect(0) if kind == dispatch.K_PROBE] == []
+    set_ports(T, 0, 0b11, pair.now)  # plane 1 back
+    pair.advance(pair.now + 1)
+    probes = [p for kind, p in pair.collect(0) if kind == dispatch.K_PROBE]
+    assert [int(p["ev"]) for p in probes] == [bad_ev]
