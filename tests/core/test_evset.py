@@ -138,6 +138,40 @@ def test_ev_min_active_counts_usable_evs_and_skips_instead():
     assert int(T.ev[0, 3]["state"]) == B
 
 
+@pytest.mark.parametrize("inp", [D.EVI_LOSS, D.EVI_ALWAYS_SKIP])
+def test_ev_min_active_floor_holds_for_a_loss_and_for_always_skip(inp):
+    """A retirement down to exactly ev_min_active usable EVs happens; one below it only skips, each time."""
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_active_target=4, ev_min_active=3)
+    T = pair.T
+    assert evset.ev_input(T, 0, 0, inp, 0) == B  # 4 usable -> 3: at the floor, allowed
+    assert evset.ev_input(T, 0, 1, inp, 0) == S  # 3 -> 2 would be below it: skipped instead
+    assert pair.qp(0)["ev_floor_hits"] == 1 and pair.qp(0)["ev_skips"] == 1
+    assert evset.ev_input(T, 0, 1, inp, 0) == S  # again, on the skipped EV: still held, counted again
+    assert pair.qp(0)["ev_floor_hits"] == 2
+    assert evset.usable_count(T, 0) == 3
+    assert [int(T.ev[0, k]["state"]) for k in range(4)] == [B, S, G, G]
+
+
+def _answer_probe(T, k, m=0):
+    T.ev[0, k]["probe_outstanding"] = 1
+    evset.probe_answered(T, 0, k, m, 0)
+    return int(T.ev[0, k]["state"])
+
+
+@pytest.mark.parametrize("back_via", ["GOOD", "SKIP"])
+def test_a_re_retired_ev_needs_probe_successes_answers_again(back_via):
+    """The count of answered probes starts from zero at each retirement: an EV that came back and is
+    retired again needs `probe_successes` answers again, not one."""
+    pair = Pair(n_planes=1, evs_per_plane=4, probe_successes=3, ev_min_active=0)
+    T = pair.T
+    m = 0 if back_via == "GOOD" else 1  # the last answer unmarked -> GOOD, ECN-marked -> SKIP
+    assert evset.ev_input(T, 0, 0, D.EVI_LOSS, 0) == B
+    assert [_answer_probe(T, 0, m) for _ in range(3)] == [B, B, G if m == 0 else S]
+    assert evset.ev_input(T, 0, 0, D.EVI_LOSS, 0) == B  # retired again
+    assert T.ev[0, 0]["probe_ok"] == 0
+    assert [_answer_probe(T, 0) for _ in range(3)] == [B, B, G]
+
+
 def events(pair):
     return [(int(e["value"]), D.EV_STATE_NAMES[int(e["ev_state"])], int(e["drop_count"]))
             for e in pair.events if e["kind"] == D.E_EV_STATE]

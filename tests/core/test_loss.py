@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from mrc.core import dispatch, dtypes as D, evset
+from mrc.core.requester import tx_slot
 from mrc.core.setup import fixed_window_profile
 from mrc.testing.harness import Pair
 from mrc.units import US
@@ -82,6 +83,31 @@ def test_trimmed_lasthop_retransmits_without_ev_penalty():
     (k, r), = pair.collect(0)
     assert k == dispatch.K_RTX and r["psn"] == 0
     assert pair.qp(0)["trims_rx"] == 1
+
+
+def test_a_sack_for_a_packet_already_marked_lost_cancels_its_retransmission():
+    """PSN 2 is trimmed (NACK: LOST, waiting for its retransmission), yet a copy arrives and the responder's
+    SACK reports it before the requester resends: no retransmission goes out, the window is credited once."""
+    pair = Pair(ack_every_pkts=100, ack_every_bytes=1 << 30, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 4 * MTU)
+    pkts = sent(pair)
+    pair.deliver(0, nack(pair, pkts[2], NackReason.TRIMMED_LASTHOP))
+    q = pair.qp(0)
+    assert tx_slot(pair.T, pair.qp(0), 2)["state"] == D.TX_LOST and q["n_lost"] == 1
+    inflight = int(q["inflight"])
+    for p in (pkts[0], pkts[2], pkts[3]):  # PSN 1 still missing: 2 and 3 only in the bitmap
+        pair.deliver(1, p)
+    pkts[3]["ackreq"] = 1
+    pair.deliver(1, pkts[3])  # a duplicate asks for the SACK now
+    sacks = [p for p in sent(pair, 1) if p["opcode"] == Opcode.MRC_RELIABILITY_SACK]
+    assert sacks and int(sacks[-1]["cack_psn"]) == 0 and int(sacks[-1]["sack_bitmap"]) == 0b110  # bit b: PSN cack + 1 + b
+    for s in sacks:
+        pair.deliver(0, s)
+    assert tx_slot(pair.T, pair.qp(0), 2)["state"] == D.TX_SACKED and q["n_lost"] == 0
+    assert int(q["inflight"]) == inflight - 2 * MTU  # PSN 0 and 3; PSN 2 had left flight when marked lost
+    again = pair.collect(0)
+    assert all(k != dispatch.K_RTX for k, _ in again), [(k, int(p["psn"])) for k, p in again]
+    assert q["rtx_pkts"] == 0 and q["rtx_spurious"] == 1  # declared lost, then acknowledged: counted apart
 
 
 @pytest.mark.parametrize("reason", [NackReason.NO_BITMAP, NackReason.NO_PKT_BUFFER, NackReason.NO_RESOURCE])

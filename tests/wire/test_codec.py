@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scapy.packet import raw as scapy_raw
 
 from mrc.wire import DecodeError, EncodeError
 from mrc.wire.codec import decode, decode_batch, encode, encode_batch
@@ -15,8 +16,6 @@ from mrc.wire.constants import EvMode, Opcode
 from mrc.wire.layout import carries_payload
 from mrc.wire.records import NET, PKT
 from tests.wire.strategies import OPCODES, packets
-
-scapy_raw = pytest.importorskip("scapy.packet").raw
 
 
 def rows_equal(a, b):
