@@ -383,7 +383,7 @@ def test_files(cfg: Config, g: Group) -> list[pathlib.Path]:
     """Every .py file under the group's test paths, and the conftest.py files above them."""
     out = set()
     for t in g.tests:
-        p = cfg.root / t
+        p = cfg.root / t.split("::")[0]
         out |= set(p.rglob("*.py")) if p.is_dir() else {p}
         for parent in (p if p.is_dir() else p.parent, *p.parents):
             if cfg.root in (parent, *parent.parents) and (parent / "conftest.py").exists():
@@ -650,13 +650,14 @@ class Pool:
                                        cwd=cfg.root, text=True, bufsize=1) for _ in range(jobs)]
         self.busy: dict[int, dict] = {}
 
-    def run(self, jobs: list[dict], on_result, stop_at: float):
+    def run(self, jobs: list[dict], on_result, stop_at: float, prepare=lambda job: job):
+        """Run `jobs` (each made ready by `prepare` just before it starts); returns how many were not started."""
         todo = list(reversed(jobs))
         fds = {p.stdout.fileno(): k for k, p in enumerate(self.procs)}
         while todo or self.busy:
             for k, p in enumerate(self.procs):
                 if k not in self.busy and todo and time.monotonic() < stop_at:
-                    job = todo.pop()
+                    job = prepare(todo.pop())
                     self.busy[k] = job
                     p.stdin.write(json.dumps(job) + "\n")
                     p.stdin.flush()
@@ -676,6 +677,30 @@ class Pool:
             p.stdin.close()
         for p in self.procs:
             p.wait(timeout=60)
+
+
+class Killers:
+    """Which tests killed mutants so far, per function and per module: a mutant runs those first.
+
+    A test that found one bug in a function is the likeliest to find the next, so a killable mutant
+    mostly dies on its first test; the order does not change what runs, only when it stops."""
+
+    def __init__(self):
+        self.by_function: dict[tuple, dict[str, int]] = {}
+        self.by_module: dict[str, dict[str, int]] = {}
+
+    def add(self, m: Mutant, killer: str | None):
+        if killer:
+            for table, key in ((self.by_function, (m.module, m.function)), (self.by_module, m.module)):
+                d = table.setdefault(key, {})
+                d[killer] = d.get(killer, 0) + 1
+
+    def order(self, job: dict, cov: dict) -> dict:
+        m = Mutant(**job["mutant"])
+        fn = self.by_function.get((m.module, m.function), {})
+        mod = self.by_module.get(m.module, {})
+        job["tests"] = sorted(job["tests"], key=lambda t: (-fn.get(t, 0), -mod.get(t, 0), cov["tests"].get(t, 0.0), t))
+        return job
 
 
 # --- results --------------------------------------------------------------------------------------------
@@ -743,6 +768,7 @@ def campaign(cfg: Config, args) -> int:
         code_d, tests_d = group_code_digest(cfg, g), group_tests_digest(cfg, g)
         file_d = {p.relative_to(cfg.root).as_posix(): _digest([p]) for p in test_files(cfg, g)}
         jobs, cov = [], None
+        killers = Killers()
         for rel in modules:
             t = tallies.setdefault(rel, Tally())
             source = (cfg.root / rel).read_text()
@@ -753,6 +779,7 @@ def campaign(cfg: Config, args) -> int:
                 r = results.get(key)
                 if r is not None and still_valid(r, code_d, tests_d, file_d):
                     _count(t, m, r, eq_index, eq_seen, survivors, listed_but_killed)
+                    killers.add(m, r.get("killer"))
                     continue
                 if args.report:
                     t.pending += 1
@@ -789,13 +816,14 @@ def campaign(cfg: Config, args) -> int:
             out.write(json.dumps(res) + "\n")
             out.flush()
             _count(tallies[m.module], m, res, eq_index, eq_seen, survivors, listed_but_killed)
+            killers.add(m, res.get("killer"))
             done[0] += 1
             if done[0] % 25 == 0 or res["status"] == "survived":
                 print(f"[{g.name}] {done[0]}/{len(jobs)} {res['status']:8s} {m.module}:{m.line} {m.operator} "
                       f"({res.get('secs', 0):.1f} s)", flush=True)
 
         try:
-            left = pool.run(jobs, on_result, stop_at)
+            left = pool.run(jobs, on_result, stop_at, prepare=lambda job, cov=cov: killers.order(job, cov))
         finally:
             pool.close()
         total_run += done[0]

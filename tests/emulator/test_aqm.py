@@ -74,17 +74,49 @@ def test_thresholds_exactly(E):
     assert hits <= 1
 
 
-def test_a_degraded_port_scales_both_thresholds(E):
-    E.port[PORT]["qscale"] = 0.5
-    E.pkt[0]["ecn"] = ST.ECN_ECT0
-    assert aqm.ecn_mark(E, PORT, 0, KMAX // 2) == 1  # kmax x 0.5: always
-    for q in (KMIN // 2, KMIN // 2 - 1):
+def mark_rate(E, qbytes, n=400) -> float:
+    hits = 0
+    for _ in range(n):
         E.pkt[0]["ecn"] = ST.ECN_ECT0
-        assert aqm.ecn_mark(E, PORT, 0, q) == 0  # at or below kmin x 0.5: never
+        hits += aqm.ecn_mark(E, PORT, 0, qbytes)
+    return hits / n
+
+
+def test_a_degraded_port_scales_both_thresholds(E):
+    """qscale 0.5 (a degraded link, htsim's -failed): kmin 5,000 and kmax 25,000 bytes."""
+    E.port[PORT]["qscale"] = 0.5
+    assert mark_rate(E, KMAX // 2, n=60) == 1.0  # scaled kmax: always (unscaled: 3 in 8)
+    assert mark_rate(E, KMIN // 2, n=60) == 0.0  # scaled kmin: never
+    assert 0.4 < mark_rate(E, 15_000) < 0.6  # half-way between the scaled thresholds
     E.port[PORT]["qscale"] = 1.0
-    E.pkt[0]["ecn"] = ST.ECN_ECT0
-    for _ in range(100):
-        assert aqm.ecn_mark(E, PORT, 0, KMIN) == 0  # the same queue on a healthy port: never
+    assert mark_rate(E, KMIN, n=60) == 0.0  # the same queues on a healthy port
+    assert 0.07 < mark_rate(E, 15_000) < 0.19  # (15,000 - 10,000) / 40,000
+
+
+def test_pmax_below_one_still_marks_every_packet_at_kmax(E):
+    """WRED: pmax is the probability just below kmax; at kmax and above every packet is marked."""
+    cfg = E.cfg[0]
+    pmax = float(cfg["ecn_pmax"])
+    cfg["ecn_pmax"] = 0.2
+    try:
+        assert mark_rate(E, KMAX, n=60) == 1.0 and mark_rate(E, 2 * KMAX, n=60) == 1.0
+        assert 0.13 < mark_rate(E, KMAX - 1) < 0.27
+    finally:
+        cfg["ecn_pmax"] = pmax
+
+
+def test_no_random_draw_outside_the_thresholds(E):
+    """A run's random stream is consumed only by real WRED decisions: none at or below kmin, at or above
+    kmax, for a CE or non-ECT packet (so a queue that never reaches kmin leaves every later draw as it was)."""
+    def draws(qbytes, ecn=ST.ECN_ECT0):
+        before = int(E.S[ST.S_RNG])
+        E.pkt[0]["ecn"] = ecn
+        aqm.ecn_mark(E, PORT, 0, qbytes)
+        return int(E.S[ST.S_RNG]) != before
+
+    assert not draws(0) and not draws(KMIN) and not draws(KMAX) and not draws(3 * KMAX)
+    assert not draws(KMAX - 1, ST.ECN_CE) and not draws(KMAX - 1, ST.ECN_NOT_ECT)
+    assert draws(KMIN + 1) and draws(KMAX - 1)
 
 
 def test_the_marking_probability_rises_linearly_between_the_thresholds(E):

@@ -59,6 +59,14 @@ def test_int_and_num_bounds_are_inclusive_unless_open():
 def test_a_none_default_means_optional_but_a_given_none_is_still_checked():
     t = Table({}, "metrics")
     assert t.int("n", None) is None and t.num("x", None) is None and t.str("s", None) is None
+    t = Table({"n": 3, "x": 0.5, "s": "on"}, "metrics")  # optional, and given: the value, checked
+    assert t.int("n", None) == 3 and t.num("x", None) == 0.5 and t.str("s", None) == "on"
+    t = Table({"n": "3", "x": "0.5", "s": 7}, "metrics")
+    refused(lambda: t.int("n", None), "metrics.n")
+    refused(lambda: t.num("x", None), "metrics.x")
+    refused(lambda: t.str("s", None), "metrics.s")
+    t = Table({"s": None}, "metrics")
+    refused(lambda: t.str("s", "x"), "metrics.s")
     assert t.int("n", 5) == 5 and t.num("x", 0.5) == 0.5 and t.bool("b", True) is True
     t = Table({"n": None}, "metrics")  # TOML has no null, but a Python caller may pass one
     refused(lambda: t.int("n", 5), "metrics.n")
@@ -95,8 +103,7 @@ def test_done_names_the_first_unknown_key_and_the_known_ones():
     t.int("b", 0)
     e = refused(t.done, "switch.typo")
     assert e.value == 2 and "a, b" in e.problem
-    Table({"a": 1}, "").int("a")  # asking is what makes a key known: nothing left over
-    t = Table({"a": 1}, "")
+    t = Table({"a": 1}, "")  # asking is what makes a key known: nothing left over
     t.int("a")
     t.done()
     e = refused(Table({"x": 1}, "t").done, "t.x")
