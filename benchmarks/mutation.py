@@ -27,12 +27,15 @@ How a mutant is made and run:
   forking a child per mutant; the child imports the mutated module from memory (an import hook
   serves its source; nothing on disk changes, so other work in the tree is safe) and runs pytest
   in-process. With ``NUMBA_DISABLE_JIT=1`` (the core supports it) no mutant needs a compile; the
-  per-mutant timeout is ``factor`` x the selected tests' time in the unmutated run, plus ``min-s``.
+  per-mutant timeout is ``factor`` x the selected tests' CPU time in the unmutated run, plus
+  ``min-s``, counted in the child's CPU time (a loaded machine does not turn slow runs into
+  "kills"), with a wall-clock bound of 5 x that + 120 s for a mutant that waits without computing.
 - Resumable: every result is appended to ``STATE/results.jsonl`` as it arrives, keyed by the
   mutated module's text, the operator and the occurrence. A kill stays valid while the killing
-  test's file is unchanged; a survivor or a timeout while no test file of its group changed and
-  none of the group's modules did. So a re-run after a merge runs only what the merge can have
-  changed; ``--fresh`` runs everything. ``--minutes`` bounds a run (the rest waits for the next).
+  test is unchanged (its function, and its module's helpers, fixtures and imports: `TestDigests`);
+  a survivor or a timeout while no test file of its group changed and none of the group's modules
+  did. So a re-run after a merge or after new tests runs only what they can have changed;
+  ``--fresh`` runs everything. ``--minutes`` bounds a run (the rest waits for the next).
 
 Run it under ``nice``: ``nice -n 15 python benchmarks/mutation.py --jobs 2``.
 """
@@ -449,9 +452,9 @@ def _run_coverage(cfg: Config, g: Group, out: pathlib.Path) -> int:
         @pytest.hookimpl(hookwrapper=True)
         def pytest_runtest_protocol(self, item, nextitem):
             cov.switch_context(item.nodeid)
-            t = time.perf_counter()
+            t = time.process_time()  # CPU time: what a mutant's timeout is counted in (load does not stretch it)
             yield
-            durations[item.nodeid] = time.perf_counter() - t
+            durations[item.nodeid] = time.process_time() - t
             cov.switch_context("")
 
         def pytest_runtest_logreport(self, report):
@@ -555,6 +558,18 @@ def _worker_env(cfg: Config) -> dict:
     return env
 
 
+WALL_FACTOR, WALL_EXTRA_S = 5, 120  # a mutant that waits without computing (a lost wakeup) ends here
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time of a process and its waited-for children (Linux /proc; 0 when it cannot be read)."""
+    try:
+        fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def _run_one(cfg: Config, job: dict) -> dict:
     """Fork a child that imports the mutant and runs its tests; the verdict with the killing test."""
     m = Mutant(**job["mutant"])
@@ -588,13 +603,13 @@ def _run_one(cfg: Config, job: dict) -> dict:
         finally:
             os._exit(int(rc) if isinstance(rc, int) else 3)
     os.close(wfd)
-    deadline = t0 + job["timeout"]
+    wall_deadline = t0 + WALL_FACTOR * job["timeout"] + WALL_EXTRA_S
     status = None
     while True:
         done, st = os.waitpid(pid, os.WNOHANG)
         if done:
             break
-        if time.monotonic() > deadline:
+        if _cpu_seconds(pid) > job["timeout"] or time.monotonic() > wall_deadline:
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -722,10 +737,52 @@ def load_results(cfg: Config) -> dict[str, dict]:
     return out
 
 
-def still_valid(r: dict, code_digest: str, tests_digest: str, file_digests: dict[str, str]) -> bool:
-    if r["status"] == "killed" and r.get("killer"):
-        f = r["killer"].split("::")[0]
-        return r.get("killer_file") == file_digests.get(f)
+class TestDigests:
+    """The digest of one test as a kill depends on it: its test module with every *other* test left out.
+
+    So a kill stays valid when tests are added to or changed in its module, and is run again when the
+    killing test, a helper, a fixture or an import of that module changes (and with the module's own text,
+    which is part of the result's key). Conftest files count for every test under them."""
+
+    def __init__(self, cfg: Config, g: Group):
+        self.cfg = cfg
+        self.conftest = {p.relative_to(cfg.root).as_posix(): _digest([p]) for p in test_files(cfg, g)
+                         if p.name == "conftest.py"}
+        self.cache: dict[str, str | None] = {}
+
+    def __call__(self, nodeid: str) -> str | None:
+        if nodeid not in self.cache:
+            self.cache[nodeid] = self._digest(nodeid)
+        return self.cache[nodeid]
+
+    def _digest(self, nodeid: str) -> str | None:
+        parts = nodeid.split("::")
+        path = self.cfg.root / parts[0]
+        if len(parts) < 2 or not path.is_file():
+            return None
+        name = parts[1].split("[")[0]
+        text = path.read_text()
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            return None
+        h = hashlib.sha256()
+        for node in tree.body:
+            named = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+            if named and node.name != name and node.name.startswith(("test", "Test")):
+                continue  # another test: not what this kill rests on
+            h.update((ast.get_source_segment(text, node, padded=True) or "").encode())
+        for rel, d in sorted(self.conftest.items()):
+            if parts[0].startswith(rel[: -len("conftest.py")]):
+                h.update(d.encode())
+        return h.hexdigest()[:20]
+
+
+def still_valid(r: dict, code_digest: str, tests_digest: str, test_digest: TestDigests) -> bool:
+    """A kill holds while its killing test (`TestDigests`) is unchanged; anything else while neither the
+    group's modules nor its tests changed."""
+    if r["status"] == "killed" and r.get("killer") and r.get("killer_test"):
+        return r["killer_test"] == test_digest(r["killer"])
     return r.get("code") == code_digest and r.get("tests") == tests_digest
 
 
@@ -766,7 +823,7 @@ def campaign(cfg: Config, args) -> int:
         modules = [m for m in g.modules if not args.only or g.name in args.only
                    or any(fnmatch.fnmatch(m, pat) for pat in args.only)]
         code_d, tests_d = group_code_digest(cfg, g), group_tests_digest(cfg, g)
-        file_d = {p.relative_to(cfg.root).as_posix(): _digest([p]) for p in test_files(cfg, g)}
+        file_d = TestDigests(cfg, g)
         jobs, cov = [], None
         killers = Killers()
         for rel in modules:
@@ -812,7 +869,7 @@ def campaign(cfg: Config, args) -> int:
             m = Mutant(**job["mutant"])
             res.update(key=job["key"], code=code_d, tests=tests_d)
             if res.get("killer"):
-                res["killer_file"] = file_d.get(res["killer"].split("::")[0])
+                res["killer_test"] = file_d(res["killer"])
             out.write(json.dumps(res) + "\n")
             out.flush()
             _count(tallies[m.module], m, res, eq_index, eq_seen, survivors, listed_but_killed)
