@@ -1,7 +1,7 @@
 """Mutation testing: deliberate bugs put into the code one at a time; the tests must notice each.
 
-    python benchmarks/mutation.py [--jobs N] [--only GLOB ...] [--minutes M] [--fresh] [--list]
-                                  [--report] [--doc PAGE] [--json FILE] [--state DIR]
+    python benchmarks/mutation.py [--jobs N] [--only GLOB ...] [--minutes M] [--sample PCT] [--fresh]
+                                  [--check-equivalents] [--list] [--report] [--doc PAGE] [--json FILE]
 
 What it mutates, with which operators, against which tests, is ``[tool.mutation]`` of pyproject.toml;
 mutants that cannot be told apart from the code by any test are listed, each with its reason, in the
@@ -35,7 +35,9 @@ How a mutant is made and run:
   test is unchanged (its function, and its module's helpers, fixtures and imports: `TestDigests`);
   a survivor or a timeout while no test file of its group changed and none of the group's modules
   did. So a re-run after a merge or after new tests runs only what they can have changed;
-  ``--fresh`` runs everything. ``--minutes`` bounds a run (the rest waits for the next).
+  ``--fresh`` runs everything. ``--minutes`` bounds a run and ``--sample`` runs a fixed share of
+  the mutants (the rest stay pending, reported as such, for the next run); a kill rate is over the
+  mutants judged. Mutants listed as equivalent are not run (``--check-equivalents`` runs them).
 
 Run it under ``nice``: ``nice -n 15 python benchmarks/mutation.py --jobs 2``.
 """
@@ -574,6 +576,8 @@ def _run_one(cfg: Config, job: dict) -> dict:
     """Fork a child that imports the mutant and runs its tests; the verdict with the killing test."""
     m = Mutant(**job["mutant"])
     source = (cfg.root / m.module).read_text()
+    if source_digest(source) != job["source"]:
+        return {"status": "error", "detail": f"{m.module} changed during the campaign: run again"}
     try:
         code = mutated_source(cfg, m, source)
     except Exception as exc:  # reported, not fatal to the campaign
@@ -583,6 +587,7 @@ def _run_one(cfg: Config, job: dict) -> dict:
     rfd, wfd = os.pipe()
     t0 = time.monotonic()
     pid = os.fork()
+    _CHILD[0] = pid
     if pid == 0:  # child
         rc = 3
         try:
@@ -637,8 +642,21 @@ def _run_one(cfg: Config, job: dict) -> dict:
     return base
 
 
+_CHILD = [0]  # the worker's current child (its process group), stopped with the worker
+
+
+def _stop_child(signum, frame):
+    if _CHILD[0] > 0:
+        try:
+            os.killpg(_CHILD[0], signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    os._exit(1)
+
+
 def _serve(cfg: Config) -> int:
     """Worker: import the heavy packages once, then one forked child per job (JSON lines on stdin/stdout)."""
+    signal.signal(signal.SIGTERM, _stop_child)
     for name in cfg.preimport:
         __import__(name)
     import pytest  # noqa: F401
@@ -687,9 +705,13 @@ class Pool:
                 on_result(self.busy.pop(k), json.loads(line))
         return len(todo)
 
-    def close(self):
+    def close(self, stop: bool = False):
+        """Let the workers finish and exit; with `stop`, end them and their running mutants now."""
         for p in self.procs:
-            p.stdin.close()
+            if stop:
+                p.terminate()
+            else:
+                p.stdin.close()
         for p in self.procs:
             p.wait(timeout=60)
 
@@ -804,12 +826,14 @@ class Tally:
 
 
 def campaign(cfg: Config, args) -> int:
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # `kill`: stop the workers too (Pool.close)
     t_start = time.monotonic()
     stop_at = t_start + args.minutes * 60 if args.minutes else float("inf")
     equivalents = load_equivalents(cfg)
     eq_index = {(e["module"], e["function"], e["operator"], e["line"].strip(), e["mutated"].strip()): e
                 for e in equivalents}
     eq_seen: set = set()
+    eq_lines = {k[:4]: True for k in eq_index}
     results = {} if args.fresh else load_results(cfg)
     cfg.state.mkdir(parents=True, exist_ok=True)
     out = open(cfg.state / "results.jsonl", "a")
@@ -838,9 +862,16 @@ def campaign(cfg: Config, args) -> int:
                     _count(t, m, r, eq_index, eq_seen, survivors, listed_but_killed)
                     killers.add(m, r.get("killer"))
                     continue
-                if args.report:
-                    t.pending += 1
+                if args.report or int(key, 16) % 1000 >= 10 * args.sample:
+                    t.pending += 1  # not run this time (--report, or outside --sample)
                     continue
+                if eq_lines.get((m.module, m.function, m.operator, source.splitlines()[m.line - 1].strip())) \
+                        and not args.check_equivalents:
+                    line, mutated = changed_lines(source, mutated_source(cfg, m, source))
+                    if (m.module, m.function, m.operator, line, mutated) in eq_index:
+                        _count(t, m, {"status": "survived", "line": line, "mutated": mutated}, eq_index, eq_seen,
+                               survivors, listed_but_killed)
+                        continue  # listed as equivalent: not run (--check-equivalents runs them)
                 if cov is None:
                     cov = coverage_map(cfg, g, fresh=args.fresh)
                 tests = select_tests(cov, m, ranges)
@@ -854,6 +885,7 @@ def campaign(cfg: Config, args) -> int:
                     continue
                 budget = sum(cov["tests"].get(x, 0.0) for x in tests)
                 jobs.append({"id": len(jobs), "key": key, "mutant": m.__dict__, "name": module_name(cfg, rel),
+                             "source": source_digest(source),
                              "tests": tests, "timeout": round(cfg.min_s + cfg.factor * budget, 1)})
         if args.list:
             for j in jobs:
@@ -879,17 +911,20 @@ def campaign(cfg: Config, args) -> int:
                 print(f"[{g.name}] {done[0]}/{len(jobs)} {res['status']:8s} {m.module}:{m.line} {m.operator} "
                       f"({res.get('secs', 0):.1f} s)", flush=True)
 
+        stopped = True
         try:
             left = pool.run(jobs, on_result, stop_at, prepare=lambda job, cov=cov: killers.order(job, cov))
+            stopped = False
         finally:
-            pool.close()
+            pool.close(stop=stopped)
         total_run += done[0]
         for j in jobs[len(jobs) - left:]:
             tallies[j["mutant"]["module"]].pending += 1
     out.close()
     if args.list:
         return 0
-    stale = [e for k, e in eq_index.items() if k not in eq_seen and any(k[0] in g.modules for g in groups)]
+    stale = [e for k, e in eq_index.items() if k not in eq_seen and k[0] in tallies
+             and tallies[k[0]].pending == 0]
     report(cfg, tallies, survivors, listed_but_killed, stale, args, time.monotonic() - t_start, total_run)
     return 0
 
@@ -973,6 +1008,11 @@ def main(argv=None) -> int:
                     help="only these modules (globs on paths relative to the root) or groups (by name)")
     ap.add_argument("--minutes", type=float, default=0, help="stop starting mutants after this long (0: no bound)")
     ap.add_argument("--fresh", action="store_true", help="ignore earlier results and the cached coverage")
+    ap.add_argument("--sample", type=float, default=100.0, metavar="PCT",
+                    help="run only this percentage of the mutants not yet judged, the same ones every time "
+                         "(chosen by a hash of each mutant); the rest stay pending")
+    ap.add_argument("--check-equivalents", action="store_true",
+                    help="run the mutants listed as equivalent too (a kill reports the entry as wrong)")
     ap.add_argument("--list", action="store_true", help="list the mutants that would run, and their tests")
     ap.add_argument("--report", action="store_true", help="report from the stored results only; run nothing")
     ap.add_argument("--doc", metavar="PAGE", help="write the table into PAGE's <!-- mutation --> block")

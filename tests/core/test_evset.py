@@ -216,3 +216,44 @@ def test_probe_answers_need_probe_successes_in_a_row():
     T.ev[0, 0]["probe_outstanding"] = 1
     evset.probe_answered(T, 0, 0, 0, 0)
     assert T.ev[0, 0]["state"] == G
+
+
+def test_fresh_reverse_evs_owed_per_plane_are_capped_at_64():
+    """Each piece of evidence of lost control packets owes the plane one fresh reverse EV, up to
+    REV_FRESH_MAX = 64 (a burst of evidence does not owe more); other planes owe nothing."""
+    pair = Pair(n_planes=2, evs_per_plane=4)
+    T = pair.T
+    for n in range(1, 101):
+        evset.drop_rev_ev(T, 0, 1)
+        assert int(pair.qp(0)["rev_fresh"][1]) == min(n, 64)
+    assert int(pair.qp(0)["rev_fresh"][0]) == 0 and int(pair.qp(0)["rev_ev"][1]) == -1
+    evset.drop_rev_ev(T, 0, 2)  # no such plane: nothing
+    evset.drop_rev_ev(T, 0, -1)
+    assert list(pair.qp(0)["rev_fresh"][:2]) == [0, 64]
+
+
+def test_next_probe_time_is_strictly_after_now():
+    """A probe due at `now` is not a future deadline: it is sent (ev_probe_due), not re-armed at `now`."""
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_min_active=0)
+    T = pair.T
+    evset.ev_input(T, 0, 0, D.EVI_LOSS, 0)
+    evset.ev_input(T, 0, 1, D.EVI_LOSS, 0)
+    T.ev[0, 0]["probe_deadline"] = 1000
+    T.ev[0, 1]["probe_deadline"] = 3000
+    assert evset.next_probe_time(T, 0, 999) == 1000
+    assert evset.next_probe_time(T, 0, 1000) == 3000  # the one due now is not "next"
+    assert evset.next_probe_time(T, 0, 3000) == D.NEVER
+
+
+def test_a_plane_coming_back_makes_a_probe_due_at_exactly_now():
+    pair = Pair(n_planes=2, evs_per_plane=4, ev_min_active=0)
+    T = pair.T
+    evset.ev_input(T, 0, 0, D.EVI_LOSS, 0)  # slot 0: plane 0
+    T.ev[0, 0]["probe_deadline"] = 5000
+    pair.qp(0)["ev_probe_due"] = 0
+    evset.planes_back(T, 0, 0b10, 5000)  # another plane: nothing
+    assert pair.qp(0)["ev_probe_due"] == 0
+    evset.planes_back(T, 0, 0b01, 4999)  # not yet due: its deadline is armed instead
+    assert pair.qp(0)["ev_probe_due"] == 0 and pair.qp(0)["ev_probe_deadline"] <= 5000
+    evset.planes_back(T, 0, 0b01, 5000)  # due at exactly now
+    assert pair.qp(0)["ev_probe_due"] == 1
