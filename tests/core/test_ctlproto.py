@@ -130,6 +130,53 @@ def test_probes_of_an_ev_count_answers_in_a_row_and_stop_when_the_ev_recovers_by
     assert int(s[CP.S_FREE_N]) == 8
 
 
+def test_an_ev_is_restored_at_exactly_probe_successes_answers():
+    C, H, free, s = tabs = CP.allocate(1, 8, 2)
+    T = _core()
+    T.ev[0, 2]["state"] = D.EV_ASSUMED_BAD
+    r = CP.request_probe(C, H, free, s, T, 0, 1, 0, 2, 0, 100)
+    outcomes = []
+    for n in range(2):
+        CP.on_timer(C, H, free, s, T, 0, 100 * (n + 1), 7)
+        assert CP.pick(C, H, free, s, T, 0, 1, 100 * (n + 1), 0, 0) == (r, 0x100)
+        CP.sent(C, H, free, s, 0, r, 100 * (n + 1), 0, 100)
+        outcomes.append(CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PROBE, int(C[r]["req_id"]), 2, 100 * n + 150))
+    assert outcomes == [(r, CP.RSP_PROBE_COUNTED), (r, CP.RSP_RESTORED)]  # the 2nd of 2: restored, not a 3rd
+    assert T.ev[0, 2]["state"] == D.EV_GOOD
+    _invariants(*tabs)
+    assert int(s[CP.S_FREE_N]) == 8
+
+
+def test_a_queued_update_in_the_tables_only_row_is_replaced_not_refused():
+    """Row 0 is a row like any other: a newer update to the same peer replaces the one queued there."""
+    C, H, free, s = tabs = CP.allocate(1, 1, 2)
+    r = CP.request_psu(C, H, free, s, 0, 1, 0, 0b01)
+    assert r == 0
+    assert CP.request_psu(C, H, free, s, 0, 1, 0, 0b10) == 0 and C[0]["mask"] == 0b10
+    assert CP.request_psu(C, H, free, s, 0, 2, 0, 0b10) == CP.DROPPED  # another peer: no room
+    _invariants(*tabs)
+
+
+def test_psu_ev_is_a_usable_ev_of_an_up_plane_or_minus_one():
+    T = _core()
+    assert CP.psu_ev(T, 0, 1) == 0x100
+    T.ev[0, 2]["state"] = D.EV_ASSUMED_BAD
+    assert CP.psu_ev(T, 0, 1) == 0x101
+    T.ev[0, 3]["state"] = D.EV_DENIED
+    assert CP.psu_ev(T, 0, 1) == -1  # no usable EV on the plane
+    T.qp[0]["remote_ports"] = 0b10
+    assert CP.psu_ev(T, 0, 0) == -1  # the peer's port of the plane is down
+    assert CP.psu_ev(T, 0, 1) == -1
+
+
+@pytest.mark.parametrize("ev, plane, shift, width, out", [
+    (0xFFFF_FFFF, 0, 28, 4, 0x0FFF_FFFF), (0x0000_1234, 5, 28, 4, 0x5000_1234), (0x3FFF_FFFF, 2, 28, 2, 0x2FFF_FFFF),
+    (0xABCD, 3, 4, 3, 0xABBD), (0xABCD, 0, 0, 0, 0xABCD),
+])
+def test_on_plane_sets_the_plane_field_and_nothing_else(ev, plane, shift, width, out):
+    assert CP.on_plane(ev, plane, shift, width) == out
+
+
 def test_answers_go_on_the_request_plane_or_its_twin_when_that_port_is_down():
     C, H, free, s = CP.allocate(1, 4, 2)
     T = _core()
