@@ -573,7 +573,19 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def _run_one(cfg: Config, job: dict) -> dict:
-    """Fork a child that imports the mutant and runs its tests; the verdict with the killing test."""
+    """Fork a child that imports the mutant and runs its tests; the verdict with the killing test.
+
+    A mutant of a value that tests are parametrized with renames those tests: their node ids are not
+    found (pytest exit 4). Then the whole test modules run instead."""
+    res = _run_tests(cfg, job, job["tests"])
+    if res.get("detail") == "pytest exit 4":
+        files = list(dict.fromkeys(t.split("::")[0] for t in job["tests"]))
+        res = _run_tests(cfg, job, files)
+        res["detail"] = res.get("detail") or "its tests' node ids changed: whole test modules run"
+    return res
+
+
+def _run_tests(cfg: Config, job: dict, tests: list[str]) -> dict:
     m = Mutant(**job["mutant"])
     source = (cfg.root / m.module).read_text()
     if source_digest(source) != job["source"]:
@@ -600,8 +612,8 @@ def _run_one(cfg: Config, job: dict) -> dict:
             sys.meta_path.insert(0, _MutantFinder(job["name"], cfg.root / m.module, code))
             import pytest
 
-            args = ["-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "--no-header", "-o", "console_output_style=classic",
-                    *job["tests"]]
+            args = ["-x", "-q", "-p", "no:cacheprovider", "-W", "ignore", "--no-header", "-o",
+                    "console_output_style=classic", *tests]
             rc = pytest.main(args, plugins=[_Profile(), _FirstFailure(wfd)])
         except BaseException:
             rc = 3
