@@ -1008,7 +1008,13 @@ def report(cfg, tallies, survivors, listed_but_killed, stale, args, secs, ran):
         sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
         import docblocks  # benchmarks/docblocks.py
 
-        docblocks.fill(pathlib.Path(args.doc), {"mutation": table(tallies)})
+        judged = {m: t for m, t in tallies.items() if t.generated > t.pending}
+        waiting = {m: t for m, t in tallies.items() if t.generated == t.pending}
+        text = table(judged)
+        if waiting:
+            text += (f"\n\nNot run yet: {len(waiting)} modules, {sum(t.generated for t in waiting.values())} "
+                     f"mutants ({', '.join(f'`{m}`' for m in waiting)}).")
+        docblocks.fill(pathlib.Path(args.doc), {"mutation": text})
 
 
 def main(argv=None) -> int:

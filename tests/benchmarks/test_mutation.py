@@ -26,7 +26,7 @@ _spec.loader.exec_module(mutation)
 def test_the_projects_configuration_parses_and_names_what_exists():
     cfg = mutation.load_config(ROOT)
     groups = {g.name: g for g in cfg.groups}
-    assert {"core", "wire", "ev-fields", "keys", "aqm", "conformance"} <= set(groups)
+    assert {"core", "wire-pcap", "wire", "ev-fields", "keys", "aqm", "conformance"} <= set(groups)
     modules = {m for g in cfg.groups for m in g.modules}
     for m in ("mrc/core/evset.py", "mrc/core/responder.py", "mrc/core/loss.py", "mrc/core/evp/mrc.py",
               "mrc/wire/pcap.py", "mrc/wire/codec.py", "mrc/ctl/ev_fields.py", "emulator/keys.py",
