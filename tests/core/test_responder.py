@@ -72,6 +72,20 @@ def test_trimmed_header_gets_nack_trimmed_or_lasthop():
     assert pair.qp(1)["cack_psn"] == 0xFFFFFF  # nothing was received
 
 
+def test_owed_nacks_are_bounded_at_eight_and_the_rest_counted():
+    """NACKs owed but not yet sent wait in an 8-entry queue; one more is dropped and counted, never
+    written past it (the requester recovers by timeout or probe)."""
+    pair = Pair()
+    pkts = data_packets(pair, 10)
+    for p in pkts:
+        p["trim"], p["payload_len"] = 1, 0
+        pair.deliver(1, p)
+    assert pair.qp(1)["nack_n"] == 8 and pair.qp(1)["rx_dropped"] == 2 and pair.qp(1)["rx_trimmed"] == 10
+    nacks = only(pair.collect(1), Opcode.MRC_RELIABILITY_NACK)
+    assert [int(n["nack_psn"]) for n in nacks] == list(range(8))
+    assert pair.qp(1)["nack_n"] == 0
+
+
 def test_duplicates_are_acknowledged_not_placed_again():
     pair = Pair(emulate_access=1)
     (p,) = data_packets(pair, 1)
