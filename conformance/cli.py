@@ -64,7 +64,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--same-us", type=float, default=None, metavar="US", help="identical headers seen within this "
                      "long are one packet seen twice (default 250)")
     chk.add_argument("--answer-us", type=float, default=None, metavar="US", help="time a responder has to answer a "
-                     "trimmed packet or an endpoint request before it is judged (default 1000)")
+                     "trimmed packet before it is judged (default 1000)")
     chk.add_argument("--verbose", "-v", action="store_true", help="list every flow that is only partly judged")
     chk.set_defaults(func=_check)
 

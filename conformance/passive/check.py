@@ -140,6 +140,7 @@ def load(path, options: Options = Options()):
     ctx = Context(pkt, rec, txi, pkt[txi["row"]], of, interfaces, addresses, options,
                   int(rec["t"].min()) if len(rec) else 0, int(rec["t"].max()) if len(rec) else 0, bad, bad_pkt)
     counts["transmissions"] = len(txi)
+    counts["trimmed_into_headers"] = int(((bad["flags"] & D.F_TRIMMED_CUT) != 0).sum())
     if truncated:
         counts["truncated"] = truncated
     return ctx, counts

@@ -169,6 +169,14 @@ def _wire_checks(buf, start, end, codes, pkts, nets, pay, trim_cls, masks, sizes
             reserved[k] = r
 
 
+def _ip_dscp(buf, start, end) -> int:
+    """The DSCP of the (first) IP header, 0 if too short to say."""
+    if end - start < 2:
+        return 0
+    b0, b1 = int(buf[start]), int(buf[start + 1])
+    return (((b0 & 0xF) << 4) | (b1 >> 4)) >> 2 if b0 >> 4 == 6 else b1 >> 2
+
+
 class Addresses:
     """Inner IPv6 / IPv4 addresses <-> small integers, for the whole capture."""
 
@@ -231,12 +239,13 @@ def decode(batch: Batch, addresses: Addresses, dscp: DscpTable = DEFAULT_DSCP, e
         status[idx[not_roce]] = ST_OTHER
         # a decode error on a record the capture cut short is the cut, not the packet: not judged
         status[idx[batch.short[idx] & ~not_roce]] = ST_SHORT
-        # a malformed record that is not UDP to 4791 at all is someone else's traffic
-        for k in idx[~not_roce & ~batch.short[idx]]:
-            if _udp_dport(batch.buf, batch.start[k], batch.end[k]) != ROCEV2_UDP_PORT:
-                status[k] = ST_OTHER
-            elif trim_cls[pkts["dscp"][k]]:
-                flags[k] |= F_TRIMMED_CUT  # a switch cut it into its headers: the wire carries what it left
+        for k in idx[~batch.short[idx]]:
+            if trim_cls[_ip_dscp(batch.buf, batch.start[k], batch.end[k])]:
+                # a switch cut it into its headers (its DSCP says trimmed): the wire carries what it left
+                status[k] = ST_MALFORMED
+                flags[k] |= F_TRIMMED_CUT
+            elif status[k] == ST_MALFORMED and _udp_dport(batch.buf, batch.start[k], batch.end[k]) != ROCEV2_UDP_PORT:
+                status[k] = ST_OTHER  # not UDP to 4791 at all: someone else's traffic
     good = status == ST_MRC
     op = pkts["opcode"]
     status[good & (op < 0xC6)] = ST_ROCE

@@ -64,14 +64,15 @@ class View:
 
     requester: bool  # data or probes seen
     responder: bool  # SACKs, NACKs or ACKs seen
-    holes: int  # PSNs between the first and the last seen that were never seen
+    holes: int  # PSNs between the first and the last seen that were never seen (lost before the capture point, too)
+    unseen_acked: int  # of those, PSNs the responder acknowledged cumulatively: they got through where we did not look
     unanswered_paths: int  # address pairs that carried data with no feedback seen on their way back
     mid_start: bool  # the capture starts after the flow did
     first_psn: int | None  # unwrapped PSN of the first new data packet seen (judging starts there)
 
     @property
     def complete(self) -> bool:
-        return self.requester and self.responder and self.holes == 0 and self.unanswered_paths == 0
+        return self.requester and self.responder and self.unseen_acked == 0 and self.unanswered_paths == 0
 
     def missing(self) -> list[str]:
         """Why the view is not complete, in words."""
@@ -80,9 +81,9 @@ class View:
             out.append("only the responder's side is in the capture (no data)")
         if not self.responder:
             out.append("only the requester's side is in the capture (no SACK, NACK or ACK)")
-        if self.holes:
-            out.append(f"{self.holes} PSN(s) between the first and the last seen were never seen (the capture covers "
-                       "part of the planes or paths)")
+        if self.unseen_acked:
+            out.append(f"{self.unseen_acked} PSN(s) were acknowledged but never seen (the capture covers part of the "
+                       "planes or paths)")
         if self.unanswered_paths:
             out.append(f"{self.unanswered_paths} address pair(s) carried data with no feedback seen back (part of "
                        "the planes)")
@@ -272,14 +273,20 @@ def _view(f: Flow) -> View:
     req = np.isin(kd, REQUESTER_KINDS)
     rsp = np.isin(kd, RESPONDER_KINDS)
     i0 = _first_new(pk, kd)
-    holes = 0
+    holes = unseen_acked = 0
     first_psn = None
-    mid = bool(req.any() or rsp.any())
+    mid = bool(data.any())  # data, but none sent new: only retransmissions of PSNs from before the capture
     if i0 is not None:
         first_psn = int(f.u[i0])
         du = f.u[data]
         seen = np.unique(du[du >= first_psn])
         holes = int(seen[-1] - first_psn + 1 - len(seen)) if len(seen) else 0
+        # PSNs below the highest cumulative ACK (and the highest PSN seen) never seen: they reached the responder by
+        # a way the capture does not show. (PSNs missing above it may just be lost before the capture point.)
+        acks = f.u[(kd == K_SACK)]
+        if len(acks) and len(seen):
+            top = min(int(acks.max()), int(seen[-1]))
+            unseen_acked = int(top - first_psn + 1 - np.searchsorted(seen, top, side="right")) if top >= first_psn else 0
         # mid-connection: the first new packet is inside a message, or data from before it is resent, or the
         # responder acknowledges less than everything before it
         mid = int(pk["opcode"][i0]) not in (0xC6, 0xCA, 0xCB) or bool((data & (f.u < first_psn)).any()) \
@@ -290,7 +297,7 @@ def _view(f: Flow) -> View:
     b = np.where(req, f.txi["dst"], f.txi["src"]).astype(np.int64)
     pair = a << 32 | b
     unanswered = len(np.setdiff1d(pair[data], pair[rsp])) if rsp.any() else 0
-    return View(bool(req.any()), bool(rsp.any()), holes, unanswered, mid, first_psn)
+    return View(bool(req.any()), bool(rsp.any()), holes, unseen_acked, unanswered, mid, first_psn)
 
 
 __all__ = ["Flow", "View", "Endpoints", "build", "kinds", "signed24", "PKT", "TXI"]

@@ -25,6 +25,8 @@ import numpy as np
 
 from mrc.wire.constants import ECN_CE
 
+from .decode import F_ICRC
+
 # what an endpoint writes: the identity of a packet (PKT columns; ECN, DSCP, trim, FECN / BECN, payload length
 # and the NIC port are not in it, nor the hop limits and carrier of NET, which are not kept)
 IDENTITY = ("opcode", "se", "mig", "padcnt", "tver", "ackreq", "bth_r", "rtx", "ts", "pkey", "dqpn", "psn", "rqmsn",
@@ -42,11 +44,12 @@ ROLE_FROM = 2  # the link out of an endpoint: what is seen there first is what i
 ROLE_FABRIC = 3  # between two switches: a packet seen there may still be lost or changed on its way
 
 TXI = np.dtype([("first", np.int64), ("row", np.int64), ("t", np.int64), ("last", np.int64), ("t_last", np.int64),
-                ("sightings", np.int32), ("ce", np.bool_), ("trim", np.uint8), ("last_role", np.uint8),
+                ("sightings", np.int32), ("ce", np.bool_), ("trim", np.uint8), ("last_role", np.uint8), ("damaged", np.bool_),
                 ("src", np.int32), ("dst", np.int32)], align=True)
 """Per transmission: capture index (1-based) and row (into the sightings) of its first sighting, its time (ns),
 index and time of its last sighting, number of sightings, CE seen, trim code seen (max), the role of the
-interface of its last sighting, inner source and destination address ids."""
+interface of its last sighting, whether its last sighting had a wrong ICRC (damaged: its receiver must drop it), inner
+source and destination address ids."""
 
 _ARROW = re.compile(r"^(?P<node>\S+) -> (?P<peer>\S+)")
 _HOST = re.compile(r"^h\d+$")
@@ -119,6 +122,7 @@ def transmissions(pkts: np.ndarray, rec: np.ndarray, roles: np.ndarray, same_us:
     txi["ce"] = ce[by_first]
     txi["trim"] = trim[by_first]
     txi["last_role"] = roles[np.clip(rec["iface"][lr], 0, max(len(roles) - 1, 0))] if len(roles) else ROLE_UNKNOWN
+    txi["damaged"] = (rec["flags"][lr] & F_ICRC) != 0
     txi["src"] = rec["src"][fr]
     txi["dst"] = rec["dst"][fr]
     rank = np.empty(ng, np.int64)

@@ -219,18 +219,15 @@ def _unwrap(buf, off, caplen, origlen, linktype, start, end, short, link):
             continue
         stop = o + c
         start[k] = pos
-        # the IP datagram's own length drops Ethernet padding and trailers; a datagram longer than what was
-        # captured keeps what is there (and the record is short)
+        # the IP datagram's own length drops Ethernet padding and trailers; a datagram that claims more than the
+        # frame holds keeps what is there (the decoder then says so: a truncated packet, or the capture's cut)
         e = stop
         if pos < stop:
             v = buf[pos] >> 4
             if v == 6 and stop - pos >= 40:
-                e = pos + 40 + _be16(buf, pos + 4)
+                e = min(stop, pos + 40 + _be16(buf, pos + 4))
             elif v == 4 and stop - pos >= 20:
-                e = pos + _be16(buf, pos + 2)
-            if e > stop:
-                short[k] = True
-                e = stop
+                e = min(stop, pos + _be16(buf, pos + 2))
         end[k] = max(e, pos)
 
 

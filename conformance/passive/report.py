@@ -23,7 +23,8 @@ def text(res: Result, *, verbose: bool = False) -> str:
     c = res.counts
     lines.append(f"{res.path}: {c['records']} packet(s), {c['mrc']} MRC ({c['transmissions']} transmissions), "
                  f"{c['flows']} flow(s), {c['endpoint_ops']} endpoint operation(s); {c['roce']} other RoCEv2, "
-                 f"{c['other']} not RoCEv2, {c['malformed']} malformed, {c['short']} cut by the snap length")
+                 f"{c['other']} not RoCEv2, {c['malformed']} malformed ({c['trimmed_into_headers']} of them trimmed "
+                 f"into their headers by a switch: not judged), {c['short']} cut by the snap length")
     for note in res.notes:
         lines.append(f"note: {note}")
     partial = [fr for fr in res.flows if fr.not_judged]
@@ -61,7 +62,7 @@ def as_json(res: Result) -> dict:
             "responder": {"qpn": f.resp_qpn, "addresses": [res.addresses.text(int(a)) for a in f.resp_addrs]},
             "packets": kinds, "retransmissions": fr.retransmissions, "spurious_retransmissions": fr.spurious,
             "view": {"complete": f.view.complete, "requester": f.view.requester, "responder": f.view.responder,
-                     "psn_holes": f.view.holes, "unanswered_paths": f.view.unanswered_paths,
+                     "psn_holes": f.view.holes, "unseen_acked": f.view.unseen_acked, "unanswered_paths": f.view.unanswered_paths,
                      "mid_connection": f.view.mid_start, "missing": f.view.missing()},
             "judged": fr.judged, "not_judged": fr.not_judged,
         })

@@ -13,7 +13,7 @@ from mrc.wire.constants import NackReason
 from tests.conformance.captures import QB, conversation
 
 OPTS = Options(answer_us=5.0)  # the conversation lasts 56 us: judge answers 5 us on
-ANSWERS = {"nack.trim-answered", "endpoint.answer-matches"}  # the rules judged with OPTS; the others with the
+ANSWERS = {"nack.trim-answered"}  # the rules judged with OPTS; the others with the
 # default 1 ms, so that a NACK changed into something else does not also leave its trimmed packet unanswered
 
 
@@ -46,10 +46,11 @@ def _sack_in_place_of_nack(c):
     c.tamper(11, opcode=0xDC, cack_psn=5, ack_psn_offset=0, sack_offset=1, mpr=8, nack_reason=0, nack_psn=0, cc_type=0)
 
 
-# rule -> (what is changed, the record that must be flagged (None: the changed one), the changed record)
+# rule -> (what is changed, the record that must be flagged (None: the changed one), the changed record[, the other
+# (record, rule) flags the change must raise])
 CHANGES = {
     "wire.reserved-zero": (_t(1, bth_r=1), None, 1),
-    "wire.icrc": (_raw(2, _flip_last), None, 2),
+    "wire.icrc": (_raw(16, _flip_last), None, 16),  # the endpoint request: nothing acknowledges it
     "wire.udp-checksum": (_raw(2, _udp_checksum), None, 2),
     "wire.malformed": (_raw(14, _unknown_opcode), None, 14),
     "wire.tseth": (_t(8, ts=0), None, 8),
@@ -69,6 +70,10 @@ CHANGES = {
     "nack.trim-answered": (_t(11, nack_reason=int(NackReason.NO_BITMAP)), 10, 11),  # the trimmed packet's
     "nack.oor-window": (_t(11, nack_reason=int(NackReason.PSN_OOR_WINDOW), nack_psn=3, psn=3, entropy=0x1004,
                            tx_timestamp=103), None, 11),
+    "ack.damaged-not-acked": (_raw(4, _flip_last), 5, 4, {(4, "wire.icrc")}),  # PSN 3 damaged, then SACKed
+    "ack.trigger-acknowledged": (_t(5, sack_bitmap=0), None, 5),
+    "dscp.control": (_t(7, dscp=4), None, 7),
+    "dscp.retransmission": (_t(6, dscp=4), None, 6),
     "endpoint.qp": (_t(16, dqpn=QB), None, 16),
     "endpoint.answer-matches": (_t(17, req_id=10), None, 17),
 }
@@ -95,11 +100,12 @@ def test_every_rule_has_a_failing_capture():
 @pytest.mark.parametrize("taps", [1, 2])
 @pytest.mark.parametrize("rule", sorted(CHANGES))
 def test_a_changed_packet_is_flagged_by_its_rule_there_and_nowhere_else(tmp_path, rule, taps):
-    change, flagged, changed = CHANGES[rule]
+    change, flagged, changed, *also = CHANGES[rule]
     c = conversation()
     change(c)
     got = _found(c.write(tmp_path / "changed.pcapng", taps), OPTS if rule in ANSWERS else Options())
-    assert got == {(c.index(flagged or changed, taps), rule)}
+    want = {(c.index(flagged or changed, taps), rule)} | {(c.index(n, taps), r) for n, r in (also[0] if also else ())}
+    assert got == want
 
 
 def test_an_echo_of_a_mark_the_packet_did_not_carry_is_judged_where_the_capture_sees_it_arrive(tmp_path):

@@ -30,6 +30,7 @@ class Cols:
         self.ce = flow.txi["ce"].tolist()
         self.trimmed = flow.txi["trim"].tolist()  # any sighting trimmed (trim code)
         self.role = flow.txi["last_role"].tolist()
+        self.damaged = flow.txi["damaged"].tolist()
         self.first = flow.txi["first"].tolist()
         self.t = flow.txi["t"].tolist()
         self.t_last = flow.txi["t_last"].tolist()

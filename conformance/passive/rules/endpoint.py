@@ -24,30 +24,29 @@ def endpoint_qp(ep, ctx):
 @rule("endpoint.answer-matches", MUST, scope="endpoints", ref=EP_REF,
       behaviour="Every endpoint response answers a request seen before it from the address it goes to (the same "
                 "address pair reversed, so the same port), with the request's op and req_id, and reflects the "
-                "request's timestamp. (Responses in the capture's first --answer-us, whose request may predate it, "
-                "are not judged; a request without an answer is not a violation: probes test paths that may be "
-                "broken.)")
+                "request's timestamp. (Judged once a request from that address has been seen: the capture may have "
+                "started after the request of an earlier response. A request without an answer is not a violation: "
+                "probes test paths that may be broken.)")
 def answer_matches(ep, ctx):
-    wait = int(ctx.options.answer_us * 1000)
     reqs: dict[tuple, list[int]] = {}
+    asked_by: dict[tuple, set] = {}  # (requester, responder) -> req_ids seen
     kinds, src, dst = ep.kind.tolist(), ep.txi["src"].tolist(), ep.txi["dst"].tolist()
-    req_id, op, ts, t = (ep.pkt["req_id"].tolist(), ep.pkt["ep_op"].tolist(), ep.pkt["tx_timestamp"].tolist(),
-                         ep.txi["t"].tolist())
+    req_id, op, ts = ep.pkt["req_id"].tolist(), ep.pkt["ep_op"].tolist(), ep.pkt["tx_timestamp"].tolist()
     for k in range(len(kinds)):
         if kinds[k] == K_EPREQ:
             reqs.setdefault((src[k], dst[k], req_id[k]), []).append(k)
+            asked_by.setdefault((src[k], dst[k]), set()).add(req_id[k])
             continue
         if kinds[k] != K_EPRSP:
             continue
+        ids = asked_by.get((dst[k], src[k]))
+        if not ids:
+            continue  # no request from there seen yet: its request may predate the capture
         asked = reqs.get((dst[k], src[k], req_id[k]))
         if not asked:
-            if t[k] - ctx.t0 < wait:
-                continue
-            other = [j for (a, b, _), js in reqs.items() if (a, b) == (dst[k], src[k]) for j in js]
-            hint = f" (the requests from there carry req_id {sorted({req_id[j] for j in other})[:6]})" if other else ""
-            yield k, f"endpoint response with req_id {req_id[k]} answers no request seen from its destination{hint}"
-            continue
-        if not any(op[j] == op[k] for j in asked):
+            yield k, (f"endpoint response with req_id {req_id[k]} answers no request seen from its destination (which "
+                      f"sent req_id {', '.join(str(i) for i in sorted(ids)[:6])})")
+        elif not any(op[j] == op[k] for j in asked):
             yield k, f"endpoint response req_id {req_id[k]} has op {op[k]}, its request op {op[asked[-1]]}"
         elif not any(op[j] == op[k] and ts[j] == ts[k] for j in asked):
             yield k, (f"endpoint response req_id {req_id[k]} reflects timestamp {ts[k]}, its request carried "

@@ -51,30 +51,72 @@ def unsent_psn(flow, ctx):
                 break
 
 
+def _not_received(flow, ctx):
+    """(SACK row, PSN, how, why) for each SACK that acknowledges a PSN no copy of which could deliver its payload:
+    every copy so far trimmed ("trimmed") or damaged, with a wrong ICRC ("damaged")."""
+    c = cols(flow)
+    if flow.view.first_psn is None:
+        return
+    good: dict[int, bool] = {}  # PSN -> a whole, intact copy was seen
+    trimmed_only: dict[int, bool] = {}
+    told: set[int] = set()  # PSNs reported already (a later cumulative ACK repeats the same claim)
+    acked = flow.view.first_psn - 1
+    for i in range(c.n):
+        k = c.kind[i]
+        if k == K_DATA:
+            u = c.u[i]
+            good[u] = good.get(u, False) or not (c.trimmed[i] or c.damaged[i])
+            trimmed_only[u] = trimmed_only.get(u, True) and bool(c.trimmed[i])
+        elif k == K_SACK:
+            cack, bits = sack_psns(c, i)
+            newly = list(range(acked + 1, cack + 1)) if cack > acked else []
+            for p in newly + bits:
+                if good.get(p) is False and p not in told:
+                    told.add(p)
+                    yield i, p, "cumulative ACK" if p <= cack else "bitmap", \
+                        "trimmed" if trimmed_only[p] else "damaged"
+                    break
+            acked = max(acked, cack)
+
+
 @rule("ack.trimmed-not-acked", MUST, needs=("requester", "responder", "complete"),
       ref="notes §4 (a trimmed header is answered with NACK TRIMMED / TRIMMED_LASTHOP, the packet retransmitted); "
           "§2.6 (a switch trims the payload off, DSCP_TRIMMED)",
       behaviour="A PSN of which only trimmed headers have been sent through is not acknowledged (cumulatively or in "
                 "the bitmap): its payload never arrived.")
 def trimmed_not_acked(flow, ctx):
+    for i, p, how, why in _not_received(flow, ctx):
+        if why == "trimmed":
+            yield i, f"acknowledges PSN {psn24(p)} ({how}), of which only trimmed headers have been sent through"
+
+
+@rule("ack.damaged-not-acked", MUST, needs=("requester", "responder", "complete"),
+      ref="IBTA Annex A17 (a packet whose ICRC does not match is discarded); notes §2.1 (the RoCEv2 stack ends in the "
+          "ICRC)",
+      behaviour="A PSN whose copies all reached the responder damaged (a wrong ICRC) or trimmed, at least one "
+                "damaged, is not acknowledged: the responder must have dropped them.")
+def damaged_not_acked(flow, ctx):
+    for i, p, how, why in _not_received(flow, ctx):
+        if why == "damaged":
+            yield i, f"acknowledges PSN {psn24(p)} ({how}), every copy of which arrived with a wrong ICRC or trimmed"
+
+
+@rule("ack.trigger-acknowledged", MUST, needs=("responder",),
+      ref="notes §2.4 (SETH: ack_psn = cack_psn + ack_psn_offset, the packet that triggered the SACK; bit b of the "
+          "bitmap = PSN cack_psn + sack_offset + b); §3.6 (the SACK describes the PSNs received)",
+      behaviour="A SACK answering a data packet acknowledges it: its PSN is at or below cack_psn, or its bit is set "
+                "when the bitmap reaches it.")
+def trigger_acknowledged(flow, ctx):
     c = cols(flow)
-    whole: dict[int, bool] = {}  # PSN -> an untrimmed copy was seen
-    acked = flow.view.first_psn - 1 if flow.view.first_psn is not None else None
-    if acked is None:
-        return
     for i in range(c.n):
-        k = c.kind[i]
-        if k == K_DATA:
-            whole[c.u[i]] = whole.get(c.u[i], False) or not c.trimmed[i]
-        elif k == K_SACK:
-            cack, bits = sack_psns(c, i)
-            newly = list(range(acked + 1, cack + 1)) if cack > acked else []
-            for p in newly + bits:
-                if whole.get(p) is False:
-                    yield i, (f"acknowledges PSN {psn24(p)} ({'cumulative ACK' if p <= cack else 'bitmap'}), of which "
-                              "only trimmed headers have been sent through")
-                    break
-            acked = max(acked, cack)
+        if c.kind[i] != K_SACK or c.pr[i]:
+            continue
+        cack = c.u[i]
+        psn = cack + c.ack_psn_offset[i]
+        b = psn - cack - c.sack_offset[i]
+        if psn > cack and 0 <= b < 64 and not (c.sack_bitmap[i] >> b) & 1:
+            yield i, (f"SACK triggered by PSN {psn24(psn)} (cack_psn {psn24(cack)} + ack_psn_offset "
+                      f"{c.ack_psn_offset[i]}) does not acknowledge it: bit {b} of its bitmap is clear")
 
 
 @rule("ack.entropy-reflected", MUST, needs=("requester", "responder", "complete"),

@@ -111,3 +111,53 @@ def _op(opcode) -> str:
     from mrc.wire.constants import opcode_name
 
     return opcode_name(int(opcode))
+
+
+_CONTROL_OPS = (0xD1, 0xD8, 0xD9, 0xDC, 0xDD)
+_CLASS_NAMES = {0: "data", 1: "retx", 2: "control", 3: "trimmed", 4: "trimmed_lasthop", 5: "no_trim", 255: "unknown"}
+
+
+def _dscp_class(ctx, dscp) -> np.ndarray:
+    return ctx.options.dscp.classes[dscp]
+
+
+@rule("dscp.control", SHOULD, scope="record",
+      ref="notes §2.6 (control class: SACKs, NACKs, transport ACKs on DSCP_CONTROL, 'high-priority best-effort with "
+          "neither trimming nor WRED'); the code points are the network's (--dscp)",
+      behaviour="SACKs, NACKs, AETH (N)ACKs and endpoint operations leave on the control code point.")
+def dscp_control(ctx):
+    p = ctx.tx_pkt
+    cls = _dscp_class(ctx, p["dscp"])
+    bad = np.flatnonzero(np.isin(p["opcode"], _CONTROL_OPS) & (cls != 2))
+    for k in bad:
+        yield int(ctx.txi["first"][k]), (f"{_op(p['opcode'][k])} (PSN {int(p['psn'][k])}) leaves with DSCP "
+                                         f"{int(p['dscp'][k])} ({_CLASS_NAMES[int(cls[k])]}), not the control code "
+                                         f"point {ctx.options.dscp.control}")
+
+
+@rule("dscp.retransmission", SHOULD, scope="record",
+      ref="notes §2.6 (data class: DSCP_TRIMMABLE, DSCP_NO_TRIM; retransmissions get their own code point, "
+          "DSCP_TRIMMABLE_RETX, 'so switches can apply different queuing or marking policy')",
+      behaviour="A first transmission leaves on a data code point (trimmable or not), a retransmission (BTH rtx) on "
+                "the retransmission one.")
+def dscp_retransmission(ctx):
+    p = ctx.tx_pkt
+    op = p["opcode"]
+    cls = _dscp_class(ctx, p["dscp"])
+    data = (op >= 0xC6) & (op <= 0xCB) & (p["trim"] == 0)  # a trimmed first sighting was re-marked by a switch
+    # a retransmission: rtx set, or a PSN the capture saw sent before (data.rtx-flag judges the flag itself)
+    key = np.stack([ctx.txi["src"].astype(np.int64), ctx.txi["dst"].astype(np.int64), p["dqpn"].astype(np.int64),
+                    p["psn"].astype(np.int64)], axis=1)
+    again = np.zeros(len(p), np.bool_)
+    d = np.flatnonzero(data)
+    if len(d):
+        _, first = np.unique(key[d], axis=0, return_index=True)
+        again[d] = True
+        again[d[first]] = False
+    rtx = (p["rtx"] == 1) | again
+    bad = np.flatnonzero(data & np.where(rtx, cls != 1, (cls != 0) & (cls != 5)))
+    for k in bad:
+        want = f"the retransmission code point {ctx.options.dscp.retx}" if rtx[k] else \
+            f"a data code point ({ctx.options.dscp.data} or {ctx.options.dscp.no_trim})"
+        yield int(ctx.txi["first"][k]), (f"{'retransmission' if rtx[k] else 'data packet'} PSN {int(p['psn'][k])} "
+                                         f"leaves with DSCP {int(p['dscp'][k])} ({_CLASS_NAMES[int(cls[k])]}), not {want}")
