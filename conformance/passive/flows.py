@@ -66,13 +66,14 @@ class View:
     responder: bool  # SACKs, NACKs or ACKs seen
     holes: int  # PSNs between the first and the last seen that were never seen (lost before the capture point, too)
     unseen_acked: int  # of those, PSNs the responder acknowledged cumulatively: they got through where we did not look
-    unanswered_paths: int  # address pairs that carried data with no feedback seen on their way back
+    unanswered_paths: int  # address pairs that carried data with no feedback seen back on them (a responder may answer
+    # on another plane: told, not a reason to judge less)
     mid_start: bool  # the capture starts after the flow did
     first_psn: int | None  # unwrapped PSN of the first new data packet seen (judging starts there)
 
     @property
     def complete(self) -> bool:
-        return self.requester and self.responder and self.unseen_acked == 0 and self.unanswered_paths == 0
+        return self.requester and self.responder and self.unseen_acked == 0
 
     def missing(self) -> list[str]:
         """Why the view is not complete, in words."""
@@ -84,9 +85,6 @@ class View:
         if self.unseen_acked:
             out.append(f"{self.unseen_acked} PSN(s) were acknowledged but never seen (the capture covers part of the "
                        "planes or paths)")
-        if self.unanswered_paths:
-            out.append(f"{self.unanswered_paths} address pair(s) carried data with no feedback seen back (part of "
-                       "the planes)")
         return out
 
 
@@ -184,47 +182,65 @@ def _unwrap(v: np.ndarray) -> np.ndarray:
     return u
 
 
+def _fits(c: dict, key: tuple, new, span) -> bool:
+    """Can subflow `key` belong to the QP pair of cluster `c`?"""
+    if key[0] in c["a"] or key[1] in c["b"]:
+        return False  # two subflows of one QP pair never share an address: another host pair
+    if len(np.intersect1d(new, c["new"])):
+        return False  # the same PSN sent new twice: another QP pair with the same QP numbers
+    # PSN ranges are compared when both carried data (probes and feedback alone say little of a PSN space)
+    return not len(new) or not len(c["new"]) or span is None or c["span"] is None or _overlap(span, c["span"])
+
+
+def _join(c: dict, key: tuple, new, span) -> None:
+    c["keys"].append(key)
+    c["a"].add(key[0])
+    c["b"].add(key[1])
+    c["new"] = np.union1d(c["new"], new)
+    c["span"] = _union_span(c["span"], span)
+
+
 def _merge(subs: dict, pkt, kind) -> list[list[tuple]]:
-    """Subflows grouped into flows (lists of subflow keys): by QP numbers, when consistent."""
+    """Subflows grouped into flows (lists of subflow keys): by QP numbers, when consistent.
+
+    Subflows whose requester QPN is known (feedback, probes) are clustered per (requester, responder) QPN pair;
+    one that carried only data (its feedback went back on another plane, or is not in the capture) then joins the
+    one cluster of its responder QPN it fits, if there is exactly one."""
+    info = {}
+    for key, s in subs.items():
+        new, u = _psn_range(pkt, kind, s["rows"])
+        # spans in 24-bit PSN space: (start, length) of what the subflow's rows cover
+        info[key] = (new % PSN_MOD, (int(u.min()) % PSN_MOD, int(u.max() - u.min())) if len(u) else None)
     groups: dict[tuple, list[tuple]] = {}
     alone = []
     for key, s in subs.items():
         if s["qa16"] is None:
-            alone.append([key])
+            alone.append(key)
         else:
             groups.setdefault((s["qa16"], key[2]), []).append(key)
-    out = alone
+    clusters: list[dict] = []
     for keys in groups.values():
-        if len(keys) == 1:
-            out.append(keys)
-            continue
-        info = {}
-        for key in keys:
-            new, u = _psn_range(pkt, kind, subs[key]["rows"])
-            # anchor the local unwrapping to a common origin: the 24-bit value of the first row
-            info[key] = (new % PSN_MOD, (int(u.min()) % PSN_MOD, int(u.max() - u.min())) if len(u) else None)
-        clusters: list[dict] = []
+        mine: list[dict] = []
         for key in sorted(keys, key=lambda k: len(subs[k]["rows"]), reverse=True):
             new, span = info[key]
-            placed = False
-            for c in clusters:
-                if key[0] in c["a"] or key[1] in c["b"]:
-                    continue  # two subflows of one QP pair never share an address: another host pair
-                if len(np.intersect1d(new, c["new"], assume_unique=False)):
-                    continue  # the same PSN sent new twice: another QP pair with the same QP numbers
-                if span is not None and c["span"] is not None and not _overlap(span, c["span"]):
-                    continue
-                c["keys"].append(key)
-                c["a"].add(key[0])
-                c["b"].add(key[1])
-                c["new"] = np.union1d(c["new"], new)
-                c["span"] = _union_span(c["span"], span)
-                placed = True
-                break
-            if not placed:
-                clusters.append({"keys": [key], "a": {key[0]}, "b": {key[1]}, "new": new, "span": span})
-        out += [c["keys"] for c in clusters]
-    return out
+            c = next((c for c in mine if _fits(c, key, new, span)), None)
+            if c is None:
+                mine.append({"keys": [key], "a": {key[0]}, "b": {key[1]}, "new": new, "span": span, "qb16": key[2]})
+            else:
+                _join(c, key, new, span)
+        clusters += mine
+    by_qb: dict[int, list[dict]] = {}
+    for c in clusters:
+        by_qb.setdefault(c["qb16"], []).append(c)
+    out = []
+    for key in alone:
+        new, span = info[key]
+        fits = [c for c in by_qb.get(key[2], []) if _fits(c, key, new, span)]
+        if len(fits) == 1:
+            _join(fits[0], key, new, span)
+        else:
+            out.append([key])
+    return out + [c["keys"] for c in clusters]
 
 
 def _overlap(s1, s2) -> bool:

@@ -71,6 +71,24 @@ def sack_psns(c: Cols, i: int) -> tuple[int, list[int]]:
     return c.u[i], out
 
 
+class Acked:
+    """What the SACKs so far acknowledge: the highest cumulative ACK and the bitmap bits above it."""
+
+    def __init__(self):
+        self.high: int | None = None
+        self.bits: set[int] = set()
+
+    def add(self, c: Cols, i: int) -> None:
+        cack, bits = sack_psns(c, i)
+        self.high = cack if self.high is None else max(self.high, cack)
+        self.bits.update(b for b in bits if b > self.high)
+        if len(self.bits) > 4096:
+            self.bits = {b for b in self.bits if b > self.high}
+
+    def __contains__(self, psn: int) -> bool:
+        return (self.high is not None and psn <= self.high) or psn in self.bits
+
+
 def ev_matches(entropy: int, ev: int) -> bool:
     """A reflected entropy names the EV a packet was sent on: the whole EV (STEV, SRv6's compact EV) or, in UDP
     EV mode, the UDP source port (the EV's upper half when decoded as STEV)."""

@@ -7,7 +7,7 @@ from mrc.wire.constants import M_NONE, M_SKIP_ONCE, NackReason, Trim
 from ..flows import K_ACK, K_DATA, K_NACK, K_PROBE, K_SACK
 from ..observe import ROLE_FABRIC, ROLE_INTO
 from .base import MUST, SHOULD, rule
-from .common import cols, psn24, sack_psns, transmissions_before, trigger_rows
+from .common import Acked, cols, psn24, sack_psns, transmissions_before, trigger_rows
 
 NACK_REASONS = {int(r) for r in NackReason}
 TRIM_REASONS = {int(NackReason.TRIMMED): int(Trim.TRIMMED), int(NackReason.TRIMMED_LASTHOP): int(Trim.TRIMMED_LASTHOP)}
@@ -143,17 +143,23 @@ def entropy_reflected(flow, ctx):
       ref="notes §3.4 / §3.5 (SACK m = SKIP_ONCE when 'the forward path was ECN-marked', tagged with the EV that saw "
           "it; ALWAYS_SKIP for a persistently bad path); §2.4 (SETH m: 00 NONE, 01 SKIP_ONCE, 10 ALWAYS_SKIP)",
       behaviour="A SACK whose trigger arrived CE-marked says so (m = SKIP_ONCE or ALWAYS_SKIP); a SACK whose trigger "
-                "arrived unmarked does not say SKIP_ONCE; m is never 3.")
+                "arrived unmarked does not say SKIP_ONCE; m is never 3. (A SACK answering a duplicate, a PSN "
+                "already acknowledged, is not judged: the notes do not say whether its mark is echoed, and the "
+                "project's responder answers duplicates with m = NONE.)")
 def ecn_echo(flow, ctx):
     c = cols(flow)
+    acked = Acked()  # what earlier SACKs acknowledged: a trigger among them is a duplicate
     for i, seen in transmissions_before(c):
         if c.kind[i] != K_SACK:
             continue
         if c.m[i] == 3:
             yield i, "SACK with m = 3, which is not an M value (NONE 0, SKIP_ONCE 1, ALWAYS_SKIP 2)"
+            acked.add(c, i)
             continue
         psn, rows = trigger_rows(c, i, seen)
-        if not rows:
+        dup = not c.pr[i] and psn in acked
+        acked.add(c, i)
+        if not rows or dup:
             continue
         marked = {c.ce[j] for j in rows}
         if len(marked) != 1:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..flows import K_DATA, K_SACK
-from .common import cols, sack_psns
+from .common import Acked, cols
 
 
 def retransmissions(flow) -> tuple[int, int]:
@@ -11,21 +11,17 @@ def retransmissions(flow) -> tuple[int, int]:
     not violations: the requester may not have had that SACK yet, and a retransmission timeout races the SACKs."""
     c = cols(flow)
     sent: set[int] = set()
-    high = None
-    sacked: set[int] = set()
+    acked = Acked()
     rtx = spurious = 0
     for i in range(c.n):
         k = c.kind[i]
         if k == K_SACK:
-            cack, bits = sack_psns(c, i)
-            high = cack if high is None else max(high, cack)
-            sacked.update(b for b in bits if b > high)
+            acked.add(c, i)
         elif k == K_DATA:
             u = c.u[i]
             if u in sent:
                 rtx += 1
-                if (high is not None and u <= high) or u in sacked:
-                    spurious += 1
+                spurious += u in acked
             else:
                 sent.add(u)
     return rtx, spurious
