@@ -71,16 +71,21 @@ def interface_role(name: str, description: str) -> int:
     return ROLE_FABRIC
 
 
-def identity(pkts: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """A 64-bit hash of each packet's identity (collisions: ~n^2 / 2^65, negligible for any capture)."""
-    h = np.full(len(pkts), 0xCBF29CE484222325, np.uint64)
+def mix(*cols: np.ndarray) -> np.ndarray:
+    """A 64-bit hash per row of the integer columns `cols` (FNV-style multiply and fold; collisions ~n^2 / 2^65)."""
+    h = np.full(len(cols[0]) if cols else 0, 0xCBF29CE484222325, np.uint64)
     prime = np.uint64(0x100000001B3)
     with np.errstate(over="ignore"):
-        for col in (src, dst) + tuple(pkts[c] for c in IDENTITY):
+        for col in cols:
             h ^= col.astype(np.int64).astype(np.uint64) if col.dtype.kind == "i" else col.astype(np.uint64)
             h *= prime
             h ^= h >> np.uint64(29)
     return h
+
+
+def identity(pkts: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each packet's identity (collisions: ~n^2 / 2^65, negligible for any capture)."""
+    return mix(src, dst, *(pkts[c] for c in IDENTITY))
 
 
 def transmissions(pkts: np.ndarray, rec: np.ndarray, roles: np.ndarray, same_us: float = SAME_US):

@@ -1,11 +1,11 @@
 """Captures read in batches: classic pcap and pcapng, the link layers MRC traffic is captured on.
 
-`read_batches(path)` yields `Batch`es of up to ``batch`` records: one buffer of the file's bytes
-and, per record, where its IP packet starts and ends in that buffer, its time (ns), its
-interface and whether the capture cut it short. Records are numbered from 1 in file order, as
-Wireshark numbers them. The file is read in chunks (``chunk_bytes``) and walked by compiled
-scanners (`_scan_pcapng`, `_scan_pcap`), so memory stays bounded and a million packets take
-seconds; Python only reads the blocks that describe interfaces.
+`read_batches(path)` yields `Batch`es of up to ``batch`` records: the file's bytes (mapped, not read:
+the operating system pages them in as they are walked, and out again) and, per record, where
+its IP packet starts and ends in them, its time (ns), its interface and whether the capture cut
+it short. Records are numbered from 1 in file order, as Wireshark numbers them. Compiled
+scanners (`_scan_pcapng`, `_scan_pcap`) walk the blocks, so a million packets take seconds;
+Python only reads the blocks that describe interfaces.
 
 Link layers (per pcapng interface, or the pcap file's): Ethernet (with up to two 802.1Q /
 802.1ad tags), raw IP (101, 12, 14), IPv4 (228), IPv6 (229), Linux cooked SLL (113) and SLL2 (276,
@@ -18,6 +18,7 @@ that ends inside a record ends the listing (``Batch.truncated`` on the last batc
 from __future__ import annotations
 
 import dataclasses
+import mmap
 import os
 import struct
 from typing import Iterator
@@ -273,199 +274,145 @@ def _open(path) -> tuple:
     return f, head
 
 
-def read_batches(path: str | os.PathLike, batch: int = 1 << 16, chunk_bytes: int = 64 << 20) -> Iterator[Batch]:
-    """The capture's records in batches (see the module docstring)."""
+def read_batches(path: str | os.PathLike, batch: int = 1 << 16) -> Iterator[Batch]:
+    """The capture's records in batches (see the module docstring). The file is mapped, not read: a batch's
+    ``buf`` is the whole file (copy-on-write, so the decoder may use it as scratch), valid while it is referenced."""
     f, head = _open(path)
     with f:
-        magic = struct.unpack("<I", head[:4])[0]
-        if magic == PCAPNG_SHB:
-            yield from _pcapng(f, head, batch, chunk_bytes, str(path))
-            return
+        size = os.fstat(f.fileno()).st_size
+        mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY) if size else None
+    buf = np.frombuffer(mm, np.uint8) if mm is not None else np.zeros(0, np.uint8)
+    magic = struct.unpack("<I", head[:4])[0]
+    if magic == PCAPNG_SHB:
+        walk = _pcapng(buf, batch, str(path))
+    else:
+        walk = None
         for big in (False, True):
             m = struct.unpack(">I" if big else "<I", head[:4])[0]
             if m in PCAP_MAGIC:
-                yield from _pcap(f, head, big, PCAP_MAGIC[m], batch, chunk_bytes, str(path))
-                return
-        raise CaptureError(f"{path}: not a pcap or pcapng capture (first bytes {head[:4].hex()})")
+                walk = _pcap(buf, big, PCAP_MAGIC[m], batch, str(path))
+        if walk is None:
+            raise CaptureError(f"{path}: not a pcap or pcapng capture (first bytes {head[:4].hex()})")
+    done = 0
+    for b in walk:
+        yield b
+        # the caller is done with the batch: drop the pages behind it from the mapping (they are read again from
+        # the file if touched), so a capture of many gigabytes does not stay resident
+        upto = int(b.end.max()) // mmap.PAGESIZE * mmap.PAGESIZE if len(b) else 0
+        if mm is not None and upto > done and hasattr(mmap, "MADV_DONTNEED"):
+            mm.madvise(mmap.MADV_DONTNEED, done, upto - done)
+            done = upto
 
 
-class _Chunks:
-    """The file as a sliding window of bytes: `buf[pos:end]` unread."""
-
-    def __init__(self, f, first: bytes, chunk: int):
-        self.f, self.chunk = f, chunk
-        self.buf = np.frombuffer(bytearray(first), np.uint8)
-        self.pos, self.eof = 0, False
-
-    @property
-    def end(self) -> int:
-        return len(self.buf)
-
-    def more(self, need: int = 0) -> bool:
-        """Keep the unread bytes, read another chunk (at least `need` bytes beyond them); False at the end."""
-        if self.eof:
-            return False
-        rest = self.buf[self.pos :]
-        data = self.f.read(max(self.chunk, need))
-        if not data:
-            self.eof = True
-            return False
-        b = bytearray(len(rest) + len(data))
-        b[: len(rest)] = rest.tobytes()
-        b[len(rest) :] = data
-        self.buf, self.pos = np.frombuffer(b, np.uint8), 0
-        return True
-
-
-def ticks_to_ns(ticks: np.ndarray, per_s: int) -> np.ndarray:
-    """Timestamps in units of 1 / `per_s` s -> ns, without overflow (picosecond ticks of a long run included)."""
-    import math
-
-    g = math.gcd(1_000_000_000, per_s)
+def ticks_to_ns(ticks: np.ndarray, per_s) -> np.ndarray:
+    """Timestamps in units of 1 / `per_s` s (a number, or one per timestamp) -> ns, without overflow (picosecond
+    ticks of a long run included)."""
+    per_s = np.asarray(per_s, np.int64)
+    g = np.gcd(np.int64(1_000_000_000), per_s)
     whole, part = np.divmod(ticks, per_s)
     return whole * 1_000_000_000 + part * (1_000_000_000 // g) // (per_s // g)
-
-
-def _at(f, ch: _Chunks) -> int:
-    """The file offset of the unread position."""
-    return f.tell() - (ch.end - ch.pos)
 
 
 def _arrays(n: int):
     return (np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64))
 
 
-def _make_batch(ch: _Chunks, first: int, n: int, off, caplen, origlen, ticks, iface, ifaces, truncated="") -> Batch:
+def _make_batch(buf, first: int, n: int, off, caplen, origlen, ticks, iface, ifaces, truncated="") -> Batch:
     off, caplen, origlen, ticks, iface = off[:n], caplen[:n], origlen[:n], ticks[:n], iface[:n]
     known = (iface >= 0) & (iface < len(ifaces))
-    lt = np.array([i.linktype for i in ifaces] or [0], np.int64)[np.where(known, iface, 0)]
+    at = np.where(known, iface, 0)
+    lt = np.array([i.linktype for i in ifaces] or [0], np.int64)[at]
     lt[~known] = -1
     start = np.zeros(n, np.int64)
     end = np.zeros(n, np.int64)
     short = np.zeros(n, np.bool_)
     link = np.zeros(n, np.uint8)
-    _unwrap(ch.buf, off, caplen, origlen, lt, start, end, short, link)
+    _unwrap(buf, off, caplen, origlen, lt, start, end, short, link)
     # times: ticks of the interface's resolution -> ns (SPBs carry none: the previous record's)
-    t = np.zeros(n, np.int64)
-    for k, itf in enumerate(ifaces):
-        sel = (iface == k) & (ticks >= 0)
-        if sel.any():
-            t[sel] = ticks_to_ns(ticks[sel], itf.ticks_per_s) + itf.offset_s * 1_000_000_000
+    per_s = np.array([i.ticks_per_s for i in ifaces] or [1_000_000_000], np.int64)[at]
+    offset = np.array([i.offset_s for i in ifaces] or [0], np.int64)[at]
+    t = np.where(ticks >= 0, ticks_to_ns(np.maximum(ticks, 0), per_s) + offset * 1_000_000_000, 0)
     if (ticks < 0).any():
-        t = np.maximum.accumulate(np.where(ticks < 0, 0, t))
-    return Batch(first, ch.buf, start, end, t, iface.astype(np.int32), short, link, ifaces, truncated)
+        t = np.maximum.accumulate(t)
+    return Batch(first, buf, start, end, t, iface.astype(np.int32), short, link, ifaces, truncated)
 
 
-def _pcapng(f, head, batch, chunk, path) -> Iterator[Batch]:
-    ch = _Chunks(f, head, chunk)
+def _pcapng(buf, batch, path) -> Iterator[Batch]:
     ifaces: list[Interface] = []
     big = False
     snap0 = 0
     first = 1
+    pos, end = 0, len(buf)
     off, caplen, origlen, ticks = _arrays(batch)
     iface = np.zeros(batch, np.int64)
-    n = 0
     while True:
-        n, pos, stop = _scan_pcapng(ch.buf, ch.pos, ch.end, big, off, caplen, origlen, iface, ticks, n, snap0)
-        ch.pos = pos
-        if n and stop != _OTHER:  # hand over what is scanned (before the buffer moves)
-            yield _make_batch(ch, first, n, off, caplen, origlen, ticks, iface, ifaces)
+        n, pos, stop = _scan_pcapng(buf, pos, end, big, off, caplen, origlen, iface, ticks, 0, snap0)
+        if n:
+            yield _make_batch(buf, first, n, off, caplen, origlen, ticks, iface, ifaces)
             first += n
-            n = 0
             off, caplen, origlen, ticks = _arrays(batch)
             iface = np.zeros(batch, np.int64)
         if stop == _FULL:
             continue
         if stop == _MORE:
-            need = 12
-            if ch.end - ch.pos >= 8:
-                need = struct.unpack_from((">" if big else "<") + "I", ch.buf, ch.pos + 4)[0]
-            if need <= MAX_RECORD:
-                if ch.more(need):
-                    continue
-                if ch.end > ch.pos:
-                    yield _make_batch(ch, first, 0, off, caplen, origlen, ticks, iface, ifaces,
-                                      truncated=f"the file ends inside the block at byte offset {_at(f, ch)}")
-                return
-            stop = _BAD
+            if pos < end:
+                yield _make_batch(buf, first, 0, off, caplen, origlen, ticks, iface, ifaces,
+                                  truncated=f"the file ends inside the block at byte offset {pos}")
+            return
         if stop == _BAD:
             if first == 1 and not ifaces:
                 raise CaptureError(f"{path}: pcapng: the first block is corrupt")
-            yield _make_batch(ch, first, 0, off, caplen, origlen, ticks, iface, ifaces,
-                              truncated=f"corrupt block (bad length) at byte offset {_at(f, ch)}")
+            yield _make_batch(buf, first, 0, off, caplen, origlen, ticks, iface, ifaces,
+                              truncated=f"corrupt block (bad length) at byte offset {pos}")
             return
-        # a block that is not a packet: read it here
+        # a block that is not a packet: read it here (the scanner checked its length)
         e = ">" if big else "<"
-        kind = struct.unpack_from(e + "I", ch.buf, ch.pos)[0]
+        kind = struct.unpack_from(e + "I", buf, pos)[0]
         if kind == PCAPNG_SHB:
-            bom = bytes(ch.buf[ch.pos + 8 : ch.pos + 12])
+            bom = bytes(buf[pos + 8 : pos + 12])
             if bom == struct.pack("<I", BYTE_ORDER_MAGIC):
                 big = False
             elif bom == struct.pack(">I", BYTE_ORDER_MAGIC):
                 big = True
             else:
                 raise CaptureError(f"{path}: pcapng: section header with byte-order magic {bom.hex()}")
-            if n:  # a new section: its interfaces replace the old ones; flush first
-                yield _make_batch(ch, first, n, off, caplen, origlen, ticks, iface, ifaces)
-                first += n
-                n = 0
-                off, caplen, origlen, ticks = _arrays(batch)
-                iface = np.zeros(batch, np.int64)
-            ifaces = []  # batches already made keep their list
+            ifaces = []  # a new section: its interfaces replace the old ones (batches made keep their list)
             e = ">" if big else "<"
-        total = struct.unpack_from(e + "I", ch.buf, ch.pos + 4)[0]
-        if total < 12 or total % 4 or total > MAX_RECORD:
-            raise CaptureError(f"{path}: pcapng: block of {total} bytes at byte offset {_at(f, ch)}")
-        if ch.end - ch.pos < total:
-            if not ch.more(total):
-                yield _make_batch(ch, first, n, off, caplen, origlen, ticks, iface, ifaces,
-                                  truncated="the file ends inside a block")
-                return
-            continue
-        body = bytes(ch.buf[ch.pos + 8 : ch.pos + total - 4])
+        total = struct.unpack_from(e + "I", buf, pos + 4)[0]
+        if total < 12 or total % 4 or total > MAX_RECORD or pos + total > end:
+            yield _make_batch(buf, first, 0, off, caplen, origlen, ticks, iface, ifaces,
+                              truncated=f"corrupt or cut block of {total} bytes at byte offset {pos}")
+            return
         if kind == 1:
-            if n:
-                yield _make_batch(ch, first, n, off, caplen, origlen, ticks, iface, ifaces)
-                first += n
-                n = 0
-                off, caplen, origlen, ticks = _arrays(batch)
-                iface = np.zeros(batch, np.int64)
+            body = bytes(buf[pos + 8 : pos + total - 4])
             ifaces = ifaces + [_idb(body, big)]
             if len(ifaces) == 1:
                 snap0 = struct.unpack_from(e + "I", body, 4)[0] if len(body) >= 8 else 0
-        ch.pos += total
+        pos += total
 
 
-def _pcap(f, head, big, frac_ns, batch, chunk, path) -> Iterator[Batch]:
-    if len(head) < 24:
-        raise CaptureError(f"{path}: {len(head)} bytes: shorter than the 24-byte pcap header")
+def _pcap(buf, big, frac_ns, batch, path) -> Iterator[Batch]:
+    if len(buf) < 24:
+        raise CaptureError(f"{path}: {len(buf)} bytes: shorter than the 24-byte pcap header")
     e = ">" if big else "<"
-    snaplen, linktype = struct.unpack_from(e + "II", head, 16)
+    snaplen, linktype = struct.unpack_from(e + "II", buf, 16)
     ifaces = [Interface("", "", linktype & 0xFFFF, 1_000_000_000)]
     max_len = min(snaplen, MAX_RECORD) if snaplen else MAX_RECORD
     max_len = max(max_len, 262_144)  # some writers put a small snap length and longer records
-    ch = _Chunks(f, b"", chunk)
-    ch.more()
-    first = 1
+    first, pos, end = 1, 24, len(buf)
     while True:
         off, caplen, origlen, ticks = _arrays(batch)
-        n, pos, stop = _scan_pcap(ch.buf, ch.pos, ch.end, big, max_len, off, caplen, origlen, ticks, 0, frac_ns)
-        ch.pos = pos
+        n, pos, stop = _scan_pcap(buf, pos, end, big, max_len, off, caplen, origlen, ticks, 0, frac_ns)
         iface = np.zeros(n, np.int64)
         if n:
-            yield _make_batch(ch, first, n, off, caplen, origlen, ticks, iface, ifaces)
+            yield _make_batch(buf, first, n, off, caplen, origlen, ticks, iface, ifaces)
             first += n
         if stop == _FULL:
             continue
         if stop == _BAD:
-            yield _make_batch(ch, first, 0, off, caplen, origlen, ticks, iface, ifaces,
+            yield _make_batch(buf, first, 0, off, caplen, origlen, ticks, iface, ifaces,
                               truncated=f"record {first} claims more than {max_len} bytes: the file is corrupt")
-            return
-        need = 16
-        if ch.end - ch.pos >= 16:
-            need = 16 + struct.unpack_from(e + "I", ch.buf, ch.pos + 8)[0]
-        if not ch.more(need):
-            if ch.end > ch.pos:
-                yield _make_batch(ch, first, 0, off, caplen, origlen, ticks, iface, ifaces,
-                                  truncated=f"the file ends inside record {first}")
-            return
+        elif pos < end:
+            yield _make_batch(buf, first, 0, off, caplen, origlen, ticks, iface, ifaces,
+                              truncated=f"the file ends inside record {first}")
+        return

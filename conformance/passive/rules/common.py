@@ -1,6 +1,8 @@
 """Helpers the flow rules share: a flow's columns as Python lists, its data transmissions by PSN, SACK bits."""
 from __future__ import annotations
 
+import functools
+
 from mrc.wire.constants import opcode_name
 
 from ..flows import K_DATA, K_NACK, K_PROBE, K_SACK
@@ -19,7 +21,8 @@ _COLS = ("opcode", "rtx", "psn", "msn", "rqmsn", "va", "rkey", "dma_len", "imm",
 
 
 class Cols:
-    """A flow's columns as lists (fast per-row reads in Python loops), built once per flow."""
+    """A flow's columns as lists (fast per-row reads in Python loops), and what several rules derive from them,
+    each computed once per flow."""
 
     def __init__(self, flow):
         p = flow.pkt
@@ -35,6 +38,64 @@ class Cols:
         self.t = flow.txi["t"].tolist()
         self.t_last = flow.txi["t_last"].tolist()
         self.n = len(self.kind)
+        self.start = flow.view.first_psn
+        self._acks: dict[int, tuple] = {}
+
+    @functools.cached_property
+    def by_psn(self) -> dict[int, int]:
+        """Unwrapped PSN -> row of its first data transmission."""
+        out: dict[int, int] = {}
+        for i in range(self.n):
+            if self.kind[i] == K_DATA and self.u[i] not in out:
+                out[self.u[i]] = i
+        return out
+
+    @functools.cached_property
+    def psn_order(self) -> list[tuple[int, int | None]]:
+        """(row, row of the PSN before it or None) for the first transmission of every data PSN, in PSN order, from
+        the first new PSN the capture saw (`flows.View.first_psn`) on."""
+        first, start = self.by_psn, self.start
+        out = []
+        for u in sorted(first):
+            if start is not None and u < start:
+                continue
+            out.append((first[u], first.get(u - 1) if (start is None or u - 1 >= start) else None))
+        return out
+
+    def acks(self, i: int) -> tuple[int, list[int]]:
+        """A SACK's cumulative ACK (unwrapped) and the PSNs its bitmap marks (bit b = PSN cack + sack_offset + b)."""
+        got = self._acks.get(i)
+        if got is None:
+            base = self.u[i] + self.sack_offset[i]
+            bits = self.sack_bitmap[i]
+            out = []
+            while bits:
+                low = bits & -bits
+                out.append(base + low.bit_length() - 1)
+                bits ^= low
+            got = self._acks[i] = (self.u[i], out)
+        return got
+
+    @functools.cached_property
+    def triggers(self) -> list[tuple[int, int, list[int], list[int]]]:
+        """Per SACK and NACK row, in capture order: (row, the PSN it answers, the transmissions of that PSN before
+        it on the EV it reflects, all transmissions of that PSN before it). A SACK answers the packet at cack_psn +
+        ack_psn_offset (a probe's when pr = 1), a NACK the one at nack_psn."""
+        seen: dict[tuple, list[int]] = {}
+        out = []
+        for i in range(self.n):
+            k = self.kind[i]
+            if k == K_DATA or k == K_PROBE:
+                seen.setdefault((k, self.u[i]), []).append(i)
+            elif k == K_SACK or k == K_NACK:
+                if k == K_SACK:
+                    psn, kind = self.u[i] + self.ack_psn_offset[i], (K_PROBE if self.pr[i] else K_DATA)
+                else:
+                    psn, kind = self.u[i], K_DATA
+                sent = list(seen.get((kind, psn), ()))
+                ent = self.entropy[i]
+                out.append((i, psn, [j for j in sent if ev_matches(ent, self.ev[j])], sent))
+        return out
 
 
 def cols(flow) -> Cols:
@@ -48,29 +109,6 @@ def op(code: int) -> str:
     return opcode_name(int(code))
 
 
-def first_by_psn(c: Cols) -> dict[int, int]:
-    """Unwrapped PSN -> row of its first data transmission."""
-    out: dict[int, int] = {}
-    for i in range(c.n):
-        if c.kind[i] == K_DATA and c.u[i] not in out:
-            out[c.u[i]] = i
-    return out
-
-
-def sack_psns(c: Cols, i: int) -> tuple[int, list[int]]:
-    """A SACK's cumulative ACK (unwrapped) and the PSNs its bitmap marks (bit b = PSN cack + sack_offset + b)."""
-    base = c.u[i] + c.sack_offset[i]
-    bits = c.sack_bitmap[i]
-    out = []
-    b = 0
-    while bits:
-        if bits & 1:
-            out.append(base + b)
-        bits >>= 1
-        b += 1
-    return c.u[i], out
-
-
 class Acked:
     """What the SACKs so far acknowledge: the highest cumulative ACK and the bitmap bits above it."""
 
@@ -79,7 +117,7 @@ class Acked:
         self.bits: set[int] = set()
 
     def add(self, c: Cols, i: int) -> None:
-        cack, bits = sack_psns(c, i)
+        cack, bits = c.acks(i)
         self.high = cack if self.high is None else max(self.high, cack)
         self.bits.update(b for b in bits if b > self.high)
         if len(self.bits) > 4096:
@@ -93,30 +131,6 @@ def ev_matches(entropy: int, ev: int) -> bool:
     """A reflected entropy names the EV a packet was sent on: the whole EV (STEV, SRv6's compact EV) or, in UDP
     EV mode, the UDP source port (the EV's upper half when decoded as STEV)."""
     return entropy == ev or entropy == ev >> 16
-
-
-def trigger_rows(c: Cols, i: int, by_psn_ev: dict) -> tuple[int, list[int]]:
-    """The PSN a SACK or NACK answers and the transmissions before it that match its reflected EV: for a SACK the
-    packet at cack_psn + ack_psn_offset (a probe's when pr = 1), for a NACK the packet at nack_psn."""
-    if c.kind[i] == K_SACK:
-        psn = c.u[i] + c.ack_psn_offset[i]
-        kind = K_PROBE if c.pr[i] else K_DATA
-    else:
-        psn, kind = c.u[i], K_DATA
-    rows = [j for j in by_psn_ev.get((kind, psn), ()) if ev_matches(c.entropy[i], c.ev[j])]
-    return psn, rows
-
-
-def transmissions_before(c: Cols):
-    """Walk the rows in capture order; yields (row, {(kind, psn): [rows of data / probe before it]}) for every
-    SACK and NACK row (the dict grows as the walk goes)."""
-    seen: dict[tuple, list[int]] = {}
-    for i in range(c.n):
-        k = c.kind[i]
-        if k == K_DATA or k == K_PROBE:
-            seen.setdefault((k, c.u[i]), []).append(i)
-        elif k == K_SACK or k == K_NACK:
-            yield i, seen
 
 
 def psn24(u: int) -> int:

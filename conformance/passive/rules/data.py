@@ -5,17 +5,7 @@ from collections import Counter
 
 from ..flows import K_ACK, K_DATA, K_SACK
 from .base import MUST, SHOULD, rule
-from .common import (CONTINUES, ENDS, IMM, LAST, LAST_IMM, MAX_MPR, MIDDLE, MPR_UNIT, STARTS, cols, first_by_psn, op,
-                     psn24)
-
-
-def _in_psn_order(c, first, start):
-    """(row, row of the PSN before it or None) for the first transmission of every data PSN, in PSN order, from
-    the first new PSN the capture saw (`flows.View.first_psn`) on."""
-    for u in sorted(first):
-        if start is not None and u < start:
-            continue
-        yield first[u], first.get(u - 1) if (start is None or u - 1 >= start) else None
+from .common import CONTINUES, ENDS, IMM, LAST, LAST_IMM, MAX_MPR, MIDDLE, MPR_UNIT, STARTS, cols, op, psn24
 
 
 @rule("data.opcode-sequence", MUST, needs=("requester",),
@@ -26,7 +16,7 @@ def _in_psn_order(c, first, start):
 def opcode_sequence(flow, ctx):
     c = cols(flow)
     inside = None  # is the PSN before the current one inside a message (None: not seen)
-    for j, i in _in_psn_order(c, first_by_psn(c), flow.view.first_psn):
+    for j, i in c.psn_order:
         b = c.opcode[j]
         if i is None:
             inside = b in CONTINUES
@@ -48,7 +38,7 @@ def opcode_sequence(flow, ctx):
 def msn(flow, ctx):
     c = cols(flow)
     want = None  # (MSN, RQMSN) the current PSN should carry, from the packets before it
-    for j, i in _in_psn_order(c, first_by_psn(c), flow.view.first_psn):
+    for j, i in c.psn_order:
         b = c.opcode[j]
         if i is not None and want is not None and b in (MIDDLE, LAST, LAST_IMM, *STARTS):
             got = (c.msn[j], c.rqmsn[j])
@@ -76,7 +66,7 @@ def _mtu(c, first) -> int | None:
       behaviour="Every packet of a message but its last carries exactly the path MTU; none carries more.")
 def segmentation(flow, ctx):
     c = cols(flow)
-    first = first_by_psn(c)
+    first = c.by_psn
     mtu = _mtu(c, first)
     if mtu is None:
         return
@@ -100,10 +90,10 @@ def segmentation(flow, ctx):
                 "rest of the message, or each the whole message).")
 def reth(flow, ctx):
     c = cols(flow)
-    first = first_by_psn(c)
+    first = c.by_psn
     mtu = _mtu(c, first)
     want = None  # (va, rkey, end under 'rest of the message', dma under 'whole message') for the current PSN
-    for j, i in _in_psn_order(c, first, flow.view.first_psn):
+    for j, i in c.psn_order:
         u = c.u[j]
         if not c.trim[j] and c.dma_len[j] < c.payload_len[j]:
             yield j, (f"PSN {psn24(u)}: RETH DMA length {c.dma_len[j]} is shorter than its {c.payload_len[j]}-byte "

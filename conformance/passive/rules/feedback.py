@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from mrc.wire.constants import M_NONE, M_SKIP_ONCE, NackReason, Trim
 
-from ..flows import K_ACK, K_DATA, K_NACK, K_PROBE, K_SACK
+from ..flows import K_ACK, K_DATA, K_NACK, K_SACK
 from ..observe import ROLE_FABRIC, ROLE_INTO
 from .base import MUST, SHOULD, rule
-from .common import Acked, cols, psn24, sack_psns, transmissions_before, trigger_rows
+from .common import Acked, cols, psn24
 
 NACK_REASONS = {int(r) for r in NackReason}
 TRIM_REASONS = {int(NackReason.TRIMMED): int(Trim.TRIMMED), int(NackReason.TRIMMED_LASTHOP): int(Trim.TRIMMED_LASTHOP)}
@@ -34,7 +34,7 @@ def unsent_psn(flow, ctx):
             high = max(high, c.u[i])
             continue
         if k == K_SACK:
-            cack, bits = sack_psns(c, i)
+            cack, bits = c.acks(i)
             named = [("cumulative ACK", cack)] + [("SACK bitmap bit", b) for b in bits if b > high][:1]
             if not c.pr[i]:  # a probe's answer names the probe's PSN, the next one to send
                 named.append(("trigger PSN (cack_psn + ack_psn_offset)", cack + c.ack_psn_offset[i]))
@@ -51,9 +51,16 @@ def unsent_psn(flow, ctx):
                 break
 
 
-def _not_received(flow, ctx):
+def _not_received(flow, ctx) -> list:
     """(SACK row, PSN, how, why) for each SACK that acknowledges a PSN no copy of which could deliver its payload:
-    every copy so far trimmed ("trimmed") or damaged, with a wrong ICRC ("damaged")."""
+    every copy so far trimmed ("trimmed") or damaged, with a wrong ICRC ("damaged"). Once per flow (two rules)."""
+    got = getattr(flow, "_not_received", None)
+    if got is None:
+        got = flow._not_received = list(_walk_not_received(flow))
+    return got
+
+
+def _walk_not_received(flow):
     c = cols(flow)
     if flow.view.first_psn is None:
         return
@@ -68,7 +75,7 @@ def _not_received(flow, ctx):
             good[u] = good.get(u, False) or not (c.trimmed[i] or c.damaged[i])
             trimmed_only[u] = trimmed_only.get(u, True) and bool(c.trimmed[i])
         elif k == K_SACK:
-            cack, bits = sack_psns(c, i)
+            cack, bits = c.acks(i)
             newly = list(range(acked + 1, cack + 1)) if cack > acked else []
             for p in newly + bits:
                 if good.get(p) is False and p not in told:
@@ -127,10 +134,8 @@ def trigger_acknowledged(flow, ctx):
 def entropy_reflected(flow, ctx):
     c = cols(flow)
     start = flow.view.first_psn
-    for i, seen in transmissions_before(c):
-        psn, rows = trigger_rows(c, i, seen)
+    for i, psn, rows, sent in c.triggers:
         kind = "probe" if c.kind[i] == K_SACK and c.pr[i] else "data"
-        sent = seen.get((K_PROBE if kind == "probe" else K_DATA, psn), [])
         if rows or not sent or (start is not None and psn < start):
             continue
         evs = sorted({c.ev[j] for j in sent})
@@ -149,14 +154,13 @@ def entropy_reflected(flow, ctx):
 def ecn_echo(flow, ctx):
     c = cols(flow)
     acked = Acked()  # what earlier SACKs acknowledged: a trigger among them is a duplicate
-    for i, seen in transmissions_before(c):
+    for i, psn, rows, _ in c.triggers:
         if c.kind[i] != K_SACK:
             continue
         if c.m[i] == 3:
             yield i, "SACK with m = 3, which is not an M value (NONE 0, SKIP_ONCE 1, ALWAYS_SKIP 2)"
             acked.add(c, i)
             continue
-        psn, rows = trigger_rows(c, i, seen)
         dup = not c.pr[i] and psn in acked
         acked.add(c, i)
         if not rows or dup:
@@ -179,10 +183,9 @@ def ecn_echo(flow, ctx):
       behaviour="A SACK's CC_STATE reflects the TSETH (or PETH) timestamp of the packet that triggered it.")
 def timestamp_reflected(flow, ctx):
     c = cols(flow)
-    for i, seen in transmissions_before(c):
+    for i, psn, rows, _ in c.triggers:
         if c.kind[i] != K_SACK:
             continue
-        psn, rows = trigger_rows(c, i, seen)
         rows = [j for j in rows if c.pr[i] or c.ts[j]]  # data without TSETH has no timestamp to reflect
         if rows and not any(c.tx_timestamp[j] == c.tx_timestamp[i] for j in rows):
             yield i, (f"SACK reflects timestamp {c.tx_timestamp[i]} for PSN {psn24(psn)} on EV 0x{c.entropy[i]:x}, "
@@ -207,10 +210,9 @@ def nack_reason(flow, ctx):
                 "it was trimmed as its DSCP did.")
 def trim_reason(flow, ctx):
     c = cols(flow)
-    for i, seen in transmissions_before(c):
+    for i, psn, rows, _ in c.triggers:
         if c.kind[i] != K_NACK or c.nack_reason[i] not in TRIM_REASONS:
             continue
-        psn, rows = trigger_rows(c, i, seen)
         if not rows:
             continue
         trims = {c.trimmed[j] for j in rows}

@@ -6,6 +6,7 @@ import numpy as np
 from mrc.wire.errors import decode_error
 
 from .. import decode as D
+from ..observe import mix
 from .base import MUST, SHOULD, rule
 
 
@@ -146,12 +147,11 @@ def dscp_retransmission(ctx):
     cls = _dscp_class(ctx, p["dscp"])
     data = (op >= 0xC6) & (op <= 0xCB) & (p["trim"] == 0)  # a trimmed first sighting was re-marked by a switch
     # a retransmission: rtx set, or a PSN the capture saw sent before (data.rtx-flag judges the flag itself)
-    key = np.stack([ctx.txi["src"].astype(np.int64), ctx.txi["dst"].astype(np.int64), p["dqpn"].astype(np.int64),
-                    p["psn"].astype(np.int64)], axis=1)
+    key = mix(ctx.txi["src"], ctx.txi["dst"], p["dqpn"], p["psn"])
     again = np.zeros(len(p), np.bool_)
     d = np.flatnonzero(data)
     if len(d):
-        _, first = np.unique(key[d], axis=0, return_index=True)
+        _, first = np.unique(key[d], return_index=True)
         again[d] = True
         again[d[first]] = False
     rtx = (p["rtx"] == 1) | again
