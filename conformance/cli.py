@@ -57,6 +57,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     chk.add_argument("--rules", nargs="+", metavar="PATTERN", help="only these rules (ids or globs; a bare word "
                      "matches any id containing it)")
     chk.add_argument("--list-rules", action="store_true", help="list the rules: id, level, behaviour, reference")
+    chk.add_argument("--markdown", action="store_true", help="with --list-rules: the Markdown table of "
+                     "docs/conformance.md (rules, and the mutants a capture cannot show)")
     chk.add_argument("--dscp", metavar="CLASS=VALUE,...", help="the network's DSCP code points (data, retx, control, "
                      "trimmed, trimmed_lasthop, no_trim; default the project's: 4, 8, 46, 12, 16, 0)")
     chk.add_argument("--ev-mode", choices=["stev", "udp"], default="stev", help="how plain IPv6 packets carry the "

@@ -40,6 +40,38 @@ def options(args) -> C.Options:
     return C.Options(**kw)
 
 
+BEGIN = "<!-- BEGIN GENERATED: mrc conformance check --list-rules --markdown -->"
+END = "<!-- END GENERATED -->"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rules_markdown(rules) -> str:
+    """The rule table and the mutants a capture cannot show, as docs/conformance.md carries them."""
+    from ..mutants import MUTANTS
+    from .validate import UNSEEN
+
+    must = sum(r.level == "MUST" for r in rules)
+    out = [BEGIN, "", f"{len(rules)} rules ({must} MUST, {len(rules) - must} SHOULD).", "",
+           "| rule | level | behaviour checked | reference | judged on |", "|---|---|---|---|---|"]
+    where = {"record": "every packet", "endpoints": "endpoint operations (QP 2)"}
+    for r in rules:
+        on = where.get(r.scope) or ("flows whose whole conversation is in the capture" if "complete" in r.needs
+                                    else "flows with the responder's side" if "responder" in r.needs
+                                    else "flows with the requester's side" if "requester" in r.needs else "every flow")
+        out.append(f"| `{r.id}` | {r.level} | {_cell(r.behaviour)} | {_cell(r.ref)} | {on} |")
+    seen = [m.name for m in MUTANTS if m.name not in UNSEEN]
+    out += ["", f"Of the active suite's {len(MUTANTS)} mutants, {len(seen)} show on the wire and the check catches "
+            f"each from a capture of the cases that name it: {', '.join(f'`{n}`' for n in seen)}. The other "
+            f"{len(UNSEEN)} cannot be seen by a passive observer:", "", "| mutant | why a capture cannot show it |",
+            "|---|---|"]
+    out += [f"| `{n}` | {_cell(UNSEEN[n])} |" for n in [m.name for m in MUTANTS if m.name in UNSEEN]]
+    out += ["", END]
+    return "\n".join(out)
+
+
 def list_rules(rules) -> str:
     lines = []
     for r in rules:
@@ -51,7 +83,7 @@ def list_rules(rules) -> str:
 def run(args) -> int:
     rules = C.select_rules(args.rules)
     if args.list_rules:
-        sys.stdout.write(list_rules(rules))
+        sys.stdout.write(rules_markdown(rules) + "\n" if args.markdown else list_rules(rules))
         return 0
     if not args.capture:
         raise UsageError("mrc conformance check: give the capture to check (a pcap or pcapng file)")

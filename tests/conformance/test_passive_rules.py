@@ -138,3 +138,21 @@ def test_the_mpr_window_passes_up_to_cack_plus_mpr_x_128_and_fails_one_past(tmp_
     assert _found(_window(63 + 128).write(tmp_path / "ok.pcapng", taps)) == set()
     c = _window(63 + 129)
     assert _found(c.write(tmp_path / "over.pcapng", taps)) == {(c.index(63 + 129 + 2, taps), "data.mpr-window")}
+
+
+def test_the_rule_table_in_the_docs_is_the_rules():
+    import pathlib
+
+    from mrc.conformance.passive.cli import BEGIN, END, rules_markdown
+
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text()
+    start = doc.index(BEGIN)
+    assert doc[start: doc.index(END, start) + len(END)] == rules_markdown(RULES)
+
+
+def test_every_rule_cites_its_source():
+    import re
+
+    for r in RULES:
+        assert r.level in ("MUST", "SHOULD") and r.behaviour and r.scope in ("record", "flow", "endpoints"), r.id
+        assert re.search(r"notes §\d|UET 1\.0|IBTA|RFC \d", r.ref), r.id
