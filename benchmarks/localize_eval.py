@@ -13,7 +13,7 @@ is right for them):
 
 - ``link-down`` (down): a random T0-T1 link goes down for good;
 - ``switch`` (down): a random switch (T0 or T1) reboots (down for 500 us);
-- ``flap`` (flapping): a random T0-T1 link goes down 30 us in every 100 us;
+- ``flap`` (flapping): a random T0-T1 link goes down 60 us in every 400 us (`FLAP_PERIOD_US`);
 - ``gray-0.1`` ... ``gray-5`` (gray): a random T0-T1 link drops that percentage of its packets;
 - ``degrade`` (degraded): a random T0-T1 link runs at 25 % of its rate;
 - ``incast`` (nothing, or congestion: not blamed): no failure, the incast hotspot beside the background;
@@ -51,6 +51,10 @@ FABRIC_NAMES = {"2plane": "mrc-2plane-64 (2 planes, 64 hosts, 8 x 8 per plane)",
                 "4plane": "4-plane 8 x 8 leaf-spine (64 hosts)"}
 HOSTS, HOSTS_PER_LEAF = 64, 8
 SIZE = 200_000_000  # bytes per flow: the flows outlast the window
+# a flap: down 60 us in every 400 us. Not every 100 us: the core probes an ASSUMED_BAD EV every 100 us
+# (`ev_probe_interval_ps`), so with that period every probe falls into a down phase, the EVs never come back,
+# and what the controller sees is an outage (it says `down`, rightly from what it sees)
+FLAP_PERIOD_US, FLAP_DOWN_US = 400.0, 60.0
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -84,7 +88,7 @@ def scenario_data(fabric: str, kind: str, seed: int, window_us: float) -> tuple[
     elif kind == "degrade":
         fail = {"kind": "degrade", "at_us": at, "link": link, "rate_fraction": 0.25}
     elif kind == "flap":
-        fail = {"kind": "flap", "at_us": at, "link": link, "period_us": 100.0, "down_us": 30.0}
+        fail = {"kind": "flap", "at_us": at, "link": link, "period_us": FLAP_PERIOD_US, "down_us": FLAP_DOWN_US}
     background = list(range(leaves * HOSTS_PER_LEAF))
     if kind == "overload":  # four permutations at once (one job: jobs need their own hosts)
         flows = []
@@ -134,8 +138,9 @@ def trial(fabric: str, kind: str, seed: int, window_us: float, keep: str | None 
     return out
 
 
-def _row(fabric, kind, seed, hotspot, suspects, fails, ttl) -> dict:
-    from mrc.ctl.localizer import matches
+def _row(fabric, kind, seed, hotspot, suspects, fails, ttl, matches=None) -> dict:
+    if matches is None:
+        from mrc.ctl.localizer import matches
 
     blamed = [s for s in suspects if s["verdict"] != "congestion"]
     out = {"fabric": fabric, "kind": kind, "seed": seed, "hotspot": hotspot,
@@ -169,12 +174,21 @@ def _save(keep, fabric, kind, seed, hotspot, loc, t, sc) -> None:
                         port_events=pe, pair_active=pa, failure_ports=fp, meta=np.array(meta))
 
 
-def replay(keep: str) -> list[dict]:
-    """The verdicts of the current localiser on the inputs saved by ``--keep`` (no emulator run)."""
+def replay(keep: str, module: str | None = None) -> list[dict]:
+    """The verdicts of the localiser (this checkout's, or the module file `module`: another version of
+    mrc/ctl/localizer.py) on the inputs saved by ``--keep``: no emulator run, the same inputs for both."""
     import glob
     import os
 
-    from mrc.ctl import localizer as CL
+    if module:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("localizer_replayed", module)
+        CL = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = CL  # dataclasses look their module up
+        spec.loader.exec_module(CL)
+    else:
+        from mrc.ctl import localizer as CL
 
     from mrc.emulator import scenario
 
@@ -192,10 +206,16 @@ def replay(keep: str) -> list[dict]:
         for a, b, v in z["pair_active"].tolist():
             loc.note_pair_active(a, b, v)
         loc.set_paths(z["paths"])
+        loc.update(m["t"])  # names each element at the event after which the verdict first names it (bisection)
         v = loc.verdict(m["t"])
-        fails = [{"ports": z["failure_ports"].tolist(), "target": m["target"]}] if m["target"] else []
+        fails = [{"index": 0, "ports": z["failure_ports"].tolist(), "target": m["target"],
+                  "at_us": data["failures"][0]["at_us"]}] if m["target"] else []
+        ttl = None
+        if fails:
+            named = {n: (at, loc.first_verdict[n].ports) for n, at in loc.named_at.items()}
+            ttl = CL.time_to_localise(named, fails)[0]["time_to_localise_us"]
         rows.append(_row(m["fabric"], m["kind"], m["seed"], m["hotspot"], [x.as_dict() for x in v.suspects], fails,
-                         None))
+                         ttl, matches=CL.matches))
     return rows
 
 
@@ -233,15 +253,17 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="also write every trial as JSON here")
     ap.add_argument("--from-json", help="print the tables of the trials saved in this JSON file, run nothing")
     ap.add_argument("--keep", metavar="DIR", help="save each trial's localiser inputs (events, paths) in DIR")
-    ap.add_argument("--replay", metavar="DIR", help="the current localiser's verdicts on the inputs saved by --keep "
-                    "(no emulator run; TTL not measured)")
+    ap.add_argument("--replay", metavar="DIR", help="the localiser's verdicts on the inputs saved by --keep "
+                    "(no emulator run; the times to localise from the final path counters)")
+    ap.add_argument("--localizer", metavar="FILE", help="with --replay: this version of mrc/ctl/localizer.py (e.g. "
+                    "`git show main:mrc/ctl/localizer.py > old.py`), to compare verdicts on the same inputs")
     a = ap.parse_args(argv)
     if a.from_json:
         with open(a.from_json) as f:
             print(tables(json.load(f)))
         return 0
     if a.replay:
-        rows = replay(a.replay)
+        rows = replay(a.replay, a.localizer)
         if a.json:
             with open(a.json, "w") as f:
                 json.dump(rows, f, indent=1)
@@ -254,9 +276,9 @@ def main(argv=None) -> int:
         ap.error(f"unknown {bad}: kinds from {', '.join(KINDS)}, fabrics from {', '.join(FABRICS)}; seeds >= 1; "
                  "window > 0")
     rows = []
-    for fabric in fabrics:
-        for kind in kinds:
-            for k in range(a.seeds):
+    for k in range(a.seeds):  # seed by seed: a run cut short has every kind and fabric
+        for fabric in fabrics:
+            for kind in kinds:
                 r = trial(fabric, kind, a.seed + k, a.window_us, a.keep)
                 rows.append(r)
                 print(f"{fabric} {kind:<9} seed={r['seed']} hotspot={'y' if r['hotspot'] else 'n'} "

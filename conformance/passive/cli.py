@@ -41,7 +41,7 @@ def options(args) -> C.Options:
 
 
 BEGIN = "<!-- BEGIN GENERATED: mrc conformance check --list-rules --markdown -->"
-END = "<!-- END GENERATED -->"
+END = "<!-- END GENERATED: mrc conformance check --list-rules --markdown -->"
 
 
 def _cell(text: str) -> str:

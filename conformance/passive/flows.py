@@ -186,6 +186,8 @@ def _fits(c: dict, key: tuple, new, span) -> bool:
     """Can subflow `key` belong to the QP pair of cluster `c`?"""
     if key[0] in c["a"] or key[1] in c["b"]:
         return False  # two subflows of one QP pair never share an address: another host pair
+    if key[0] in c["b"] or key[1] in c["a"]:
+        return False  # the roles swapped: the other direction of the pair (both QPs may have the same number)
     if len(np.intersect1d(new, c["new"])):
         return False  # the same PSN sent new twice: another QP pair with the same QP numbers
     # PSN ranges are compared when both carried data (probes and feedback alone say little of a PSN space)

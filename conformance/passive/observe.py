@@ -91,13 +91,15 @@ def identity(pkts: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 def transmissions(pkts: np.ndarray, rec: np.ndarray, roles: np.ndarray, same_us: float = SAME_US):
     """Fold the sightings (`pkts`, `rec`: MRC records in capture order) into transmissions.
 
-    Returns ``(txi, of)``: a `TXI` row per transmission, in the order of their first sightings, and per
-    sighting the transmission it belongs to."""
+    Returns ``(txi, of)``: a `TXI` row per transmission, in the order of their first sightings (by time: the rules
+    walk them in that order), and per sighting the transmission it belongs to."""
     n = len(pkts)
     if n == 0:
         return np.zeros(0, TXI), np.zeros(0, np.int64)
     key = identity(pkts, rec["src"], rec["dst"])
-    order = np.lexsort((rec["index"], key))
+    # sightings in time order (a capture on several interfaces is not: dumpcap writes each interface's packets in
+    # runs), the record number breaking ties
+    order = np.lexsort((rec["index"], rec["t"], key))
     k, t = key[order], rec["t"][order]
     new = np.ones(n, np.bool_)
     new[1:] = (k[1:] != k[:-1]) | (t[1:] - t[:-1] > int(same_us * 1000))
@@ -106,7 +108,7 @@ def transmissions(pkts: np.ndarray, rec: np.ndarray, roles: np.ndarray, same_us:
     gid[order] = gid_sorted
     ng = int(gid_sorted[-1]) + 1
     starts = np.flatnonzero(new)
-    # first sighting of each group is its first row in `order` (index ascending within a key)
+    # first sighting of each group is its first row in `order` (the earliest)
     first_row = order[starts]
     last_row = order[np.append(starts[1:], n) - 1]
     ce = np.zeros(ng, np.bool_)
@@ -114,8 +116,8 @@ def transmissions(pkts: np.ndarray, rec: np.ndarray, roles: np.ndarray, same_us:
     trim = np.zeros(ng, np.uint8)
     np.maximum.at(trim, gid, pkts["trim"])
     count = np.bincount(gid, minlength=ng).astype(np.int32)
-    # transmissions in the order of their first sighting
-    by_first = np.argsort(rec["index"][first_row], kind="stable")
+    # transmissions in the order of their first sighting: by time, then record number
+    by_first = np.lexsort((rec["index"][first_row], rec["t"][first_row]))
     txi = np.zeros(ng, TXI)
     fr, lr = first_row[by_first], last_row[by_first]
     txi["first"] = rec["index"][fr]
