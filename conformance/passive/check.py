@@ -55,12 +55,6 @@ class Context:
     bad: np.ndarray  # REC rows of the malformed RoCEv2 records (judged by wire.malformed)
     bad_pkt: np.ndarray  # what the decoder read of them (PKT rows, as far as it got)
 
-    def first_sighting(self) -> np.ndarray:
-        """Per record: is it the first sighting of its transmission."""
-        out = np.zeros(len(self.rec), np.bool_)
-        out[self.txi["row"]] = True
-        return out
-
 
 @dataclasses.dataclass
 class FlowReport:

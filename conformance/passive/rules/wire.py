@@ -57,8 +57,13 @@ def reserved_zero(ctx):
           "the rest); a trimmed packet has none (notes §2.6)",
       behaviour="Every packet that is not trimmed ends with the right ICRC.")
 def icrc(ctx):
-    for row in _first_flagged(ctx, (ctx.rec["flags"] & D.F_ICRC) != 0):
-        yield int(ctx.rec["index"][row]), (f"wrong ICRC on a {_op(ctx.pkt['opcode'][row])} (PSN "
+    return _wrong(ctx, D.F_ICRC, "ICRC")
+
+
+def _wrong(ctx, flag: int, what: str):
+    """(record, message) for each packet first seen with the wire flag `flag` (a checksum that is wrong)."""
+    for row in _first_flagged(ctx, (ctx.rec["flags"] & flag) != 0):
+        yield int(ctx.rec["index"][row]), (f"wrong {what} on a {_op(ctx.pkt['opcode'][row])} (PSN "
                                            f"{int(ctx.pkt['psn'][row])}){_where(ctx, row)}"
                                            f"{_earlier_clean(ctx, row)}")
 
@@ -67,10 +72,7 @@ def icrc(ctx):
       ref="RFC 768 / RFC 8200 §8.1 (UDP checksum); IBTA Annex A17 (RoCEv2 may send 0: not computed)",
       behaviour="A UDP checksum that is not zero is right (trimmed packets, rewritten by the switch, are not judged).")
 def udp_checksum(ctx):
-    for row in _first_flagged(ctx, (ctx.rec["flags"] & D.F_UDP) != 0):
-        yield int(ctx.rec["index"][row]), (f"wrong UDP checksum on a {_op(ctx.pkt['opcode'][row])} (PSN "
-                                           f"{int(ctx.pkt['psn'][row])}){_where(ctx, row)}"
-                                           f"{_earlier_clean(ctx, row)}")
+    return _wrong(ctx, D.F_UDP, "UDP checksum")
 
 
 @rule("wire.malformed", MUST, scope="record",
