@@ -15,8 +15,8 @@ EV rows of the QPs (``paths_limit`` rows at most, else the paths are read once a
 Scenario keys (``[localize]``): ``enabled`` (default true for MRC transports) and the
 `mrc.ctl.localizer.Params` (``min_pairs``, ``min_paths``, ``alpha``, ``window_us``, ``down_still``,
 ``down_ratio``, ``outage_us``, ``burst_gap_us``, ``congestion_min``, ``load_ratio``, ``loss_ratio``,
-``compare_min_tx``, ``congestion_ratio``, ``stuck_us``, ``outage_share``, ``outage_repeat``,
-``degraded_ratio``, ``degraded_min``, ``evidence_max``), plus ``paths_limit``.
+``compare_min_tx``, ``congestion_ratio``, ``saturated_min``, ``burst_loss_ratio``, ``stuck_us``, ``outage_share``,
+``outage_repeat``, ``degraded_ratio``, ``degraded_min``, ``evidence_max``), plus ``paths_limit``.
 """
 from __future__ import annotations
 

@@ -88,6 +88,11 @@ class Params:
     compare_min_tx: int = 1000  # packets the comparable paths (same host pairs, avoiding it) must have carried, else
     # every path avoiding it is the comparison
     congestion_ratio: float = 10.0  # with nothing to compare to: marks + trims per loss on its paths that make it load
+    saturated_min: float = 0.03  # marks + trims per packet on its paths from which, when comparable paths are loaded
+    # (congestion_min) and lose packets too, losses a trickle beside its marks (congestion_ratio) are congestion drops
+    # even when they exceed the comparable paths': such drops come in bursts, the binomial test does not apply
+    burst_loss_ratio: float = 10.0  # ... as long as its share of packets lost is under this many times theirs (a
+    # gray or dead link on a saturated path loses tens of times more; 4x overload's bursts 2.5-5x, localize_eval)
     stuck_us: float = 250.0  # a path still ASSUMED_BAD this long after its last bad event is stuck: probes fail (the
     # core probes an ASSUMED_BAD EV every 100 us, `ev_probe_interval_ps`; a gray loss lets the first probe through)
     outage_share: float = 0.5  # a burst of bad events is an outage when it takes this share of the element's bad
@@ -104,8 +109,8 @@ class Params:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"localize.{k}", v, "must be an integer >= 1")
         for k in ("alpha", "down_still", "down_ratio", "outage_us", "burst_gap_us", "congestion_ratio", "congestion_min",
-                  "load_ratio", "loss_ratio", "stuck_us", "outage_share", "outage_repeat", "degraded_ratio",
-                  "degraded_min"):
+                  "saturated_min", "burst_loss_ratio", "load_ratio", "loss_ratio", "stuck_us", "outage_share",
+                  "outage_repeat", "degraded_ratio", "degraded_min"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ConfigError(f"localize.{k}", v, "must be a number >= 0")
@@ -184,7 +189,10 @@ def load_verdict(load: Load | None, p: "Params") -> str | None:
     Losses coincide with full queues when the element's paths are marked and trimmed ``load_ratio`` times as much
     as comparable ones (its queues are fuller) or when they lose no more than comparable paths that are themselves
     loaded (congestion everywhere); losses well above the comparable paths' (``loss_ratio`` times, and unlikely as
-    noise at ``alpha``) on paths no fuller than theirs are a fault, whatever the load around. Full queues with excess
+    noise at ``alpha``) on paths no fuller than theirs are a fault, whatever the load around, unless its queues are
+    saturated (``saturated_min``), the comparable paths loaded and losing packets too (its loss rate under
+    ``burst_loss_ratio`` times theirs) and its losses a trickle beside its marks and trims (``congestion_ratio``):
+    congestion drops, which come in bursts. Full queues with excess
     losses are a slow link (`degraded`) when the link stands out among its parallel links, else congestion (an
     incast at a host's link, a hot switch). Without anything to compare to, losses a trickle beside marks and trims
     (``congestion_ratio``) are congestion."""
@@ -200,9 +208,16 @@ def load_verdict(load: Load | None, p: "Params") -> str | None:
     excess = load.losses > p.loss_ratio * rate * load.tx and \
         _tail(int(load.losses), int(load.tx), rate) <= p.alpha
     if excess:
-        if not full:
-            return None
-        return "degraded" if load.outlier else "congestion"
+        if full:
+            return "degraded" if load.outlier else "congestion"
+        # its queues full, those around loaded and losing packets too, its losses a trickle beside its marks and
+        # trims: congestion drops (they come in bursts, so more here than on comparable paths by chance: one plane
+        # of a host's links under 4x overload). Where the comparable paths lose nothing, load does not explain the
+        # losses (a gray link under a permutation: trimming keeps congestion lossless)
+        saturated = m_e >= p.saturated_min and m_c >= p.congestion_min and load.c_losses > 0 and \
+            load.losses / load.tx < p.burst_loss_ratio * load.c_losses / load.c_tx and \
+            load.sig >= p.congestion_ratio * load.losses
+        return "congestion" if saturated else None
     return "congestion" if max(m_e, m_c) >= p.congestion_min else None
 
 

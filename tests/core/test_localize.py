@@ -247,6 +247,18 @@ def test_load_verdict_weighs_losses_and_marks_against_comparable_paths():
     assert CL.load_verdict(CL.Load(sig=300.0, losses=2.0, tx=1000.0, **alone), p) == "congestion"
     assert CL.load_verdict(CL.Load(sig=10.0, losses=2.0, tx=1000.0, **alone), p) is None
     assert CL.load_verdict(None, p) is None
+    # saturated queues here and loaded, lossy paths around (one plane of a host's links under 4x overload, from
+    # localize_eval's overload trial): losses 4.7x the comparable paths', a trickle beside 63x as many marks
+    overload = dict(c_sig=1064.0, c_losses=3.0, c_tx=10153.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=1204.0, losses=19.0, tx=13744.0, **overload), p) == "congestion"
+    # ... but 36x the comparable paths' losses is a fault on the same saturated path (a gray link at 0.1 %)
+    gray = dict(c_sig=11800.0, c_losses=3.0, c_tx=108042.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=675.0, losses=13.0, tx=12742.0, **gray), p) is None
+    # ... and so are the same losses where the comparable paths lose nothing, or not a trickle beside the marks
+    assert CL.load_verdict(CL.Load(sig=1204.0, losses=19.0, tx=13744.0, **{**overload, "c_losses": 0.0}), p) is None
+    assert CL.load_verdict(CL.Load(sig=150.0, losses=19.0, tx=1374.0, **overload), p) is None
+    # below saturated_min (3 % marks + trims per packet) the binomial test decides alone
+    assert CL.load_verdict(CL.Load(sig=300.0, losses=19.0, tx=13744.0, **overload), p) is None
 
 
 def test_outage_verdict_tells_down_flapping_and_gray_from_the_timing():
