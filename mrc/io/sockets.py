@@ -5,9 +5,9 @@ in-memory fake network, ``trio.testing``'s ``FakeNet``, can stand in for the
 kernel in tests):
 
 - a real socket is detached into a non-blocking stdlib socket; reads drain
-  everything queued (up to a batch: one ``recvmmsg`` call on Linux,
-  `mrc.io.mmsg`, which also lets the caller screen the batch as arrays)
-  before waiting with ``trio.lowlevel.wait_readable``, and sends wait (``wait_writable``) only
+  everything queued (up to a batch; while the socket is backlogged, one
+  ``recvmmsg`` call per batch on Linux, `mrc.io.mmsg`, which also lets the
+  caller screen the batch as arrays) before waiting with ``trio.lowlevel.wait_readable``, and sends wait (``wait_writable``) only
   when the kernel's buffer is full. A burst of packets therefore goes out
   without a scheduler round per packet, and a peer in the same process does
   not run in the middle of it;
@@ -55,6 +55,7 @@ class Datagram:
             self.sock.setblocking(False)
             self.tsock = None
         self._mm = None  # the recvmmsg reader, made at the first batched read (False: not available)
+        self._backlog = False  # the last read filled its batch: read the next ones with recvmmsg
 
     @classmethod
     def open(cls, family: int, kind: int = _socket.SOCK_DGRAM, proto: int = 0, *, netns: str | None = None):
@@ -103,10 +104,12 @@ class Datagram:
         """At least one datagram, at most `limit`: ``(data, ancdata, flags, addr)`` each, and how many datagrams
         (and bytes) `screen` dropped. Always a checkpoint.
 
-        Without ancillary data, a real socket on Linux reads the batch with one ``recvmmsg`` call
-        (`mrc.io.mmsg`); then ``screen(rows, lens)`` (optional) sees the whole batch as arrays (one row of bytes
-        per datagram, their lengths) and returns which to keep: the others never become Python objects.
-        Elsewhere datagrams are read one ``recvmsg`` at a time and `screen` is not used. Socket errors (e.g. an
+        Datagrams are read one ``recvmsg`` at a time (about 2 us each: the cheapest way while a few wait).
+        When a read fills its batch (the socket holds more than the reader keeps up with: a burst, a flood),
+        reads without ancillary data switch to one ``recvmmsg`` call per batch on Linux (`mrc.io.mmsg`, a fixed
+        cost of tens of us that pays off only for full batches) until batches are small again; then
+        ``screen(rows, lens)`` (optional) sees the whole batch as arrays (one row of bytes per datagram, their
+        lengths) and returns which to keep: the others never become Python objects. Socket errors (e.g. an
         ICMP error queued on the socket) come back as ``(None, OSError, 0, None)`` entries, so that the caller
         can count them.
         """
@@ -116,7 +119,7 @@ class Datagram:
             else:
                 (data, addr), anc, flags = await self.tsock.recvfrom(65535), [], 0
             return [(data, anc, flags, addr)], 0, 0
-        if not ancsize and self._mm is not False:
+        if not ancsize and self._backlog and self._mm is not False:
             return await self._recv_mmsg(limit, screen)
         out = []
         waited = False
@@ -129,6 +132,7 @@ class Datagram:
                 except OSError as e:
                     out.append((None, e, 0, None))
             if out:
+                self._backlog = len(out) >= limit  # a full batch: the socket holds more than we keep up with
                 if not waited:
                     await trio.lowlevel.checkpoint()  # a busy socket must not starve the other tasks
                 return out, 0, 0
@@ -151,6 +155,7 @@ class Datagram:
             except OSError as e:
                 return [(None, e, 0, None)], 0, 0
             if n:
+                self._backlog = n > limit // 4  # back to one call per datagram once the socket keeps up again
                 if not waited:
                     await trio.lowlevel.checkpoint()  # a busy socket must not starve the other tasks
                 lens, trunc = mm.lens, mm.truncated

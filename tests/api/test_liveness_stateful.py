@@ -44,17 +44,19 @@ class HostilePeers(RuleBasedStateMachine):
         self.done["A"].extend(self.conn.cqa.poll(1024))
         self.done["B"].extend(self.conn.cqb.poll(1024))
 
-    @rule(from_a=st.booleans(), packets=st.integers(1, 8))
-    def post(self, from_a, packets):
+    @rule(from_a=st.booleans(), packets=st.integers(1, 16), count=st.integers(1, 6))
+    def post(self, from_a, packets, count):
+        """`count` writes at once: more than the window lets out, so work waits behind what is in flight."""
         side, other = ("A", "B") if from_a else ("B", "A")
         qp = self.conn.qa if from_a else self.conn.qb
-        if qp.state != "RTS" or self.posted[side] - len(self.done[side]) >= 32:
-            return
-        size = packets * MTU - 100
-        off = (self.posted[side] % 8) * 8 * MTU
-        self.posted[side] += 1
-        qp.post_write(self.posted[side], (self.mrs[side].addr + off, size, self.mrs[side].lkey),
-                      remote_addr=self.mrs[other].addr + off, rkey=self.mrs[other].rkey)
+        for _ in range(count):
+            if qp.state != "RTS" or self.posted[side] - len(self.done[side]) >= 32:
+                return
+            size = packets * MTU - 100
+            off = (self.posted[side] % 4) * 16 * MTU
+            self.posted[side] += 1
+            qp.post_write(self.posted[side], (self.mrs[side].addr + off, size, self.mrs[side].lkey),
+                          remote_addr=self.mrs[other].addr + off, rkey=self.mrs[other].rkey)
 
     @rule(to_a=st.booleans(), mask=st.integers(0, 3), port=st.integers(1, 2))
     def forged_port_status(self, to_a, mask, port):
