@@ -103,3 +103,20 @@ def test_packets_for_unknown_qpns_from_the_peers_address_are_dropped_before_deco
     sent, sa, sb = _check("spoofed")
     assert sa.rx_unknown_qpn + sb.rx_unknown_qpn > sent // 2  # most reached us (the rest: full socket buffers)
     assert sa.rx_garbage + sb.rx_garbage == 0 and sa.rx_fed + sb.rx_fed < sent // 10
+
+
+def test_the_floods_section_states_the_code_defaults():
+    """docs/real-network.md "Floods" quotes the receive path's defaults: they are the code's."""
+    import inspect
+    import pathlib
+
+    from mrc.io import cli, endpoint, sockets
+
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "real-network.md").read_text()
+    sec = doc[doc.index("## Floods"):doc.index("## Known limits")]
+    assert f"default {endpoint.RX_QUEUE_S * 1000:g} ms" in sec
+    assert (endpoint.MIN_RX_BUFFER, endpoint.MAX_RX_BUFFER) == (256 << 10, 8 << 20) and "[256 KiB, 8 MiB]" in sec
+    batch = inspect.signature(endpoint.Endpoint.__init__).parameters["rx_batch"].default
+    assert f"`rx_batch`, {batch}" in sec
+    assert "n > limit // 4" in inspect.getsource(sockets.Datagram) and "under a quarter full" in sec
+    assert "rto_ms / 4000" in inspect.getsource(cli) and cli.DEFAULTS["rto_ms"] == 50 and "a quarter of its 50 ms RTO" in sec
