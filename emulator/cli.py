@@ -172,6 +172,7 @@ def _dry_run(sc, label: str) -> int:
     from mrc.emulator import memory, workloads
 
     wl, _, _ = np.random.SeedSequence(sc.seed).spawn(3)
+    memory.check_workload(sc)
     flows = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl)).flows
     est = memory.run_parts(sc, flows)
     cap, what = memory.limit(sc.max_memory)

@@ -222,6 +222,7 @@ class Simulation:
     def __init__(self, sc: Scenario):
         self.sc = sc
         wl, tp, eg = np.random.SeedSequence(sc.seed).spawn(3)
+        memory.check_workload(sc)  # the flows' count from the keys, before a single one is drawn
         self.flowset = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl))
         self.memory = memory.check_run(sc, self.flowset.flows)  # before the transport's and engine's tables
         ep, self.T = build.transport(sc, self.flowset, np.random.default_rng(tp))

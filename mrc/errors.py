@@ -21,7 +21,10 @@ class ConfigError(MRCError, ValueError):
         self.key = key
         self.value = value
         self.problem = problem
-        super().__init__(f"{key} = {value!r}: {problem}")
+        shown = repr(value)
+        if len(shown) > 200:  # one line, whatever was given
+            shown = f"{shown[:100]}... ({len(shown):,} characters)"
+        super().__init__(f"{key} = {shown}: {problem}")
 
 
 class UsageError(MRCError, ValueError):

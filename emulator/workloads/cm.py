@@ -182,7 +182,9 @@ def parse(text: str, name: str = "<cm>") -> ConnectionMatrix:
 def load(path) -> ConnectionMatrix:
     p = pathlib.Path(path)
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError("workload.file", str(path), f"not UTF-8 text (byte {exc.start})") from None
     except FileNotFoundError:
         raise ConfigError("workload.file", str(path), "no such file") from None
     return parse(text, p.name)

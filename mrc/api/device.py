@@ -36,7 +36,7 @@ ALLOWED_ATTRS = {
     "RTS": {"sq_psn", "mpr", "max_wimm", "retry_linear", "retry_exp", "timeout", "reorder_window_ps",
             "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps", "ev_active_target", "ts_unit_ps",
             "ev_policy", "reps_buffer", "reps_reuse", "reps_per_psn", "reps_explore", "reps_freeze_ps", "rack",
-            "rto_retire", "ev_first_probe_ps"},
+            "rto_retire", "ev_first_probe_ps", "psu_floor"},
     "RESET": set(), "ERROR": set(),
 }
 

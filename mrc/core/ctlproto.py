@@ -31,8 +31,11 @@ extension, parameters named):
   twin in a plane that is up (ours; needs the EV's plane field, ``ev_plane_width`` > 0).
 
 Hostile input: `check_request` / `check_response` validate what a packet says before any state
-changes (op, port status mask, port); a response that matches no waiting row (late, duplicate,
-forged req_id, wrong sender) changes nothing.
+changes (op, port status mask, port; an update must report up the port it arrived on); a response
+that matches no waiting row (late, duplicate, forged req_id, wrong sender) changes nothing. An update
+that passes is still only a claim: it never takes a QP's last plane (`mrc.core.evset.plane_mask`,
+``psu_floor``), and a QP that cannot send keeps its retransmission timer (`mrc.core.requester.hold_rto`),
+so no sequence of updates leaves a QP with work and no deadline (docs/protocol.md "Liveness").
 """
 from __future__ import annotations
 
@@ -176,14 +179,17 @@ def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline)
 
 @njit_core
 def check_request(H, h, n_ports, op, mask, port):
-    """0 when a peer's ENDPOINT_REQUEST may be acted on, else the reason (BAD_*): an op other than
-    PORT_STATUS_UPDATE / EV_PROBE, a ``port_status_mask`` with bits beyond the ports, a port
-    outside [0, n_ports). Checked before any state changes (ours: the notes do not say)."""
+    """0 when a peer's ENDPOINT_REQUEST that arrived on local port `port` may be acted on, else the reason
+    (BAD_*): an op other than PORT_STATUS_UPDATE / EV_PROBE, a port outside [0, n_ports), a
+    ``port_status_mask`` with bits beyond the ports, or one that says the port it came through is down
+    (plane p joins port p of every host: an update that arrived on plane p left the sender's port p, so
+    a mask without bit p contradicts itself; a true update always leaves on a port it reports up, `pick`).
+    Checked before any state changes (ours: the notes do not say)."""
     if op != EP_PSU and op != EP_PROBE:
         return BAD_OP
     if port < 0 or port >= n_ports:
         return BAD_PORT
-    if op == EP_PSU and (i64(mask) >> n_ports) != 0:
+    if op == EP_PSU and ((i64(mask) >> n_ports) != 0 or (i64(mask) >> port) & 1 == 0):
         return BAD_MASK
     return 0
 

@@ -334,28 +334,32 @@ def _evict_plane(T, i, planes_lost):
 
 
 @njit_core
-def set_local_ports(T, i, mask, now):
-    """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
-    q = T.qp[i]
-    old = i64(q["local_ports"])
-    lost = old & ~i64(mask)
-    gained = i64(mask) & ~old & i64(q["remote_ports"])
-    q["local_ports"] = mask
+def _ports_changed(T, i, before, now):
+    """The planes QP `i` may use went from `before` to `evset.plane_mask` now: packets in flight on a
+    plane that left are resent elsewhere, probing resumes on a plane that came back, and work that can
+    no longer leave keeps the retransmission timer running (`requester.hold_rto`)."""
+    after = evset.plane_mask(T, i)
+    lost = before & ~after
+    gained = after & ~before
     if lost:
         _evict_plane(T, i, lost)
     if gained:
         evset.planes_back(T, i, gained, now)
+    requester.hold_rto(T, i, now)
+
+
+@njit_core
+def set_local_ports(T, i, mask, now):
+    """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
+    before = evset.plane_mask(T, i)
+    T.qp[i]["local_ports"] = mask
+    _ports_changed(T, i, before, now)
 
 
 @njit_core
 def set_remote_ports(T, i, mask, now):
-    """The peer's port status update: its ports up (bit p = plane p)."""
-    q = T.qp[i]
-    old = i64(q["remote_ports"])
-    lost = old & ~i64(mask)
-    gained = i64(mask) & ~old & i64(q["local_ports"])
-    q["remote_ports"] = mask
-    if lost:
-        _evict_plane(T, i, lost)
-    if gained:
-        evset.planes_back(T, i, gained, now)
+    """The peer's port status update: its ports up (bit p = plane p). A claim that would leave the QP no
+    plane is kept but set aside while it would (``psu_floor``, `evset.plane_mask`)."""
+    before = evset.plane_mask(T, i)
+    T.qp[i]["remote_ports"] = mask
+    _ports_changed(T, i, before, now)

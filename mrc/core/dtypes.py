@@ -215,6 +215,7 @@ _QP_GROUPS = [
         ("ev_policy", np.uint8),  # how data EVs are chosen: position in evpolicy.POLICIES
         ("dscp_ctrl", np.uint8),
         ("rev_plane_cursor", np.uint8),
+        ("psu_floor", np.uint8),  # 1: a port status update never takes the last plane (`evset.plane_mask`)
     ]),
     ("req_tx", [  # requester: segmenting work requests, choosing EVs, sending
         ("tx_seq", np.int64),  # transmissions so far (data, retransmissions, probes): a total send order

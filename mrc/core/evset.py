@@ -129,9 +129,35 @@ def pick_in_plane(T, i, p, now):
 
 @njit_core(inline="always")
 def plane_mask(T, i):
-    """Planes this QP may send on now: local port up and the peer's port up."""
+    """Planes this QP may send on now: local port up and the peer's port up.
+
+    The peer's ports are what its port status updates claim (``remote_ports``); our own ports are what
+    the NIC sees. With ``psu_floor`` (ours, on by default) a claim that would leave no plane is set
+    aside: the QP sends on its own ports that are up, and its timers decide (a dead plane costs a
+    retransmission timeout, `loss.on_rto`; a forged claim costs nothing). An update that takes every
+    plane is what a forger sends (one spoofed packet would otherwise stop the QP for good, with no
+    timer armed), and a true one leaves nothing to lose by trying."""
     q = T.qp[i]
-    return i64(q["local_ports"]) & i64(q["remote_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
+    ours = i64(q["local_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
+    m = ours & i64(q["remote_ports"])
+    if m == 0 and q["psu_floor"] != 0:
+        return ours
+    return m
+
+
+@njit_core
+def can_send(T, i):
+    """Whether some EV of QP `i` may carry a packet now: a usable EV on a plane of `plane_mask`. Every
+    EV policy picks among exactly these (`evpolicy`), so False means no packet can leave."""
+    planes = plane_mask(T, i)
+    if planes == 0:
+        return False
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for k in range(i64(q["n_ev"])):
+        if is_usable(row[k]["state"]) and (planes >> row[k]["plane"]) & 1:
+            return True
+    return False
 
 
 @njit_core

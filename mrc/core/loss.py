@@ -61,7 +61,7 @@ from mrc.core import evpolicy, evset, nscc
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
-from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
+from mrc.core.requester import hold_rto, probe_timeout, rto_interval, timestamp, tx_slot
 from mrc.wire.constants import M_NONE, M_SKIP_ONCE, NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
@@ -191,7 +191,8 @@ def _reprobe_after_timeout(T, i, now):
 
 
 @njit_core
-def _progress(q, now):
+def _progress(T, i, now):
+    q = T.qp[i]
     q["retries"] = 0
     if psn_diff(q["sq_psn"], q["una_psn"]) > 0:
         q["rto_deadline"] = now + rto_interval(q)
@@ -199,6 +200,8 @@ def _progress(q, now):
     else:
         q["rto_deadline"] = D.NEVER
         q["rel_probe_deadline"] = D.NEVER
+        if q["wr_next"] != q["wr_tail"]:
+            hold_rto(T, i, now)  # all acknowledged, more to send: armed if it cannot leave
 
 
 @njit_core(inline="always")
@@ -356,7 +359,7 @@ def on_sack(T, i, p, now):
     if newly > 0:
         c = T.cc[q["cc_profile"]]
         nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
-        _progress(q, now)
+        _progress(T, i, now)
         if q["rto_marked_since"] != D.NEVER:
             _reprobe_after_timeout(T, i, now)
     detect_losses(T, i, now)
@@ -432,17 +435,33 @@ def on_aeth(T, i, p, now):
 
 
 @njit_core
-def on_rto(T, i, now):
-    """The local ACK timeout expired without progress."""
+def _expired(T, i, now):
+    """Count one expiry of the local ACK timeout; True when it exceeded the retry limit (the QP is in ERROR)."""
     q = T.qp[i]
-    q["rto_deadline"] = D.NEVER
-    if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
-        return
     q["retries"] += 1
     q["rtx_timeouts"] += 1
     limit = i64(q["retry_linear"]) + i64(q["retry_exp"])
     if q["retry_exp"] < 25 and q["retries"] > limit:
         enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
+        return True
+    return False
+
+
+@njit_core
+def on_rto(T, i, now):
+    """The local ACK timeout expired without progress.
+
+    With nothing in flight the timer was held for work that could not leave (`requester.hold_rto`):
+    still unable to send, that is an expiry like any other (a retry; ERROR past the limit); able to
+    send again, nothing is due."""
+    q = T.qp[i]
+    q["rto_deadline"] = D.NEVER
+    if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
+        if q["wr_next"] != q["wr_tail"] and not evset.can_send(T, i):
+            if not _expired(T, i, now):
+                q["rto_deadline"] = now + rto_interval(q)
+        return
+    if _expired(T, i, now):
         return
     # extension `rto_retire` (ours): every EV with data in flight is retired; without it only the
     # EV of the oldest packet in flight, the one the timer was waiting for

@@ -57,6 +57,9 @@ reps_freeze_ps          10 ms           htsim ``exit_freeze_after``
 dscp_*                  4 / 8 / 46      third-party emulator values
 trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"
+psu_floor               1               ours: a peer's port status update never
+                                        takes the last plane (evset.plane_mask;
+                                        docs/protocol.md "Liveness")
 ======================  ==============  =======================================
 
 NSCC profile defaults are the UE Specification 1.0.3 values (3.6.13.3, Table
@@ -115,6 +118,7 @@ QP_DEFAULTS = {
     "emulate_access": 0,
     "ev_event_mask": 3,
     "trim_nack_dest": 1,
+    "psu_floor": 1,
     "ev_policy": evpolicy.EVP_MRC,
     "reps_buffer": D.REPS_MAX_BUFFER,
     "reps_reuse": 1,
@@ -156,6 +160,7 @@ QP_BOUNDS = {
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
     "trim_nack_dest": (0, 1),
+    "psu_floor": (0, 1),
     "ev_policy": (0, len(evpolicy.NAMES) - 1),
     "reps_buffer": (1, D.REPS_MAX_BUFFER),
     "reps_reuse": (1, 255),
