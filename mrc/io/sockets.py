@@ -1,8 +1,8 @@
 """Datagram sockets for the adapter: a fast path for real sockets, trio's API for fake ones.
 
-`Datagram` wraps one socket made by ``trio.socket.socket`` (so that trio's
-in-memory fake network, ``trio.testing``'s ``FakeNet``, can stand in for the
-kernel in tests):
+`Datagram` wraps one socket made by ``trio.socket.socket`` (so that an
+in-memory network installed with trio's socket-factory hook, the tests'
+``tests/io/fakenet.py``, can stand in for the kernel):
 
 - a real socket is detached into a non-blocking stdlib socket; reads drain
   everything queued (up to a batch; while the socket is backlogged, one
