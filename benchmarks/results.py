@@ -743,7 +743,8 @@ def headlines(ctx) -> str:
 
 def values(J: dict) -> dict:
     """The generated numbers the page's prose may cite (``<!--v KEY-->``): for every figure of `J` (results.json)
-    KEY = ``experiment/row/figure`` (``median [low, high]``), ``.../m`` (the median alone), ``.../lo``, ``.../hi``;
+    KEY = ``experiment/row/figure`` (``median [low, high]``), ``.../m`` (the median alone), ``.../m0`` (the median as
+    a whole number: counts), ``.../lo``, ``.../hi``;
     and ``A / B`` ratios of two medians (``x`` times), ``A vs B`` their change in % (`expr`)."""
     out = {}
 
@@ -756,6 +757,7 @@ def values(J: dict) -> dict:
                 m = np.nan if m is None else m
                 out[f"{prefix}{k}"] = txt((m, lo, hi))
                 out[f"{prefix}{k}/m"] = txt((m, np.nan, np.nan))
+                out[f"{prefix}{k}/m0"] = "-" if np.isnan(m) else f"{m:,.0f}"  # a count
                 out[f"{prefix}{k}/lo"] = txt((lo, np.nan, np.nan))
                 out[f"{prefix}{k}/hi"] = txt((hi, np.nan, np.nan))
                 out[f"{prefix}{k}/raw"] = m

@@ -38,6 +38,7 @@ def test_generated_values_and_their_expressions(scripts):
          "seeds": {"1": "1-10"}}
     V = results.Values(results.values(J))
     assert V["1/mrc/fct_us_p99"] == "193.1 [192.9, 193.2]" and V["1/mrc/fct_us_p99/m"] == "193.1"
+    assert V["1/roce-ecmp/fct_us_p99/m0"] == "1,029"  # a count's form
     assert V["1/roce-ecmp/fct_us_p99 / 1/mrc/fct_us_p99"] == "5.3x"
     assert V["1/roce-ecmp/fct_us_p99 vs 1/mrc/fct_us_p99"] == "+433 %"
     assert "1/spray/fct_us_p99" not in V and V.get("1/spray/fct_us_p99") is None
