@@ -39,12 +39,12 @@ HASHED = "spray:entropy=hashed"  # htsim's oblivious: 128 entropies (`paths`), h
 HASHED1 = "spray:entropy=hashed:paths=1"  # htsim's ECMP: one hashed entropy per QP, NSCC + trimming + SACK
 TRANSPORTS = ["spray", HASHED, "reps", "roce-ecmp", "mrc-1ev", HASHED1]
 # mrc-1ev's cells take minutes each on k=16 and the leaf-spine on a shared machine: k=8 only
-# k=16: the hashed row beside the oblivious one and the rows the page had, 5 seeds (the session's budget: its cells
-# take 1-2 minutes each on the shared machine; `--seeds 1-10 --only k16` adds the others, resumed); the leaf-spine
-# was not re-run (docs/validation.md)
+# k=16: the hashed row beside the oblivious one and the rows the page had (`paths=1` and `mrc-1ev` on k=8 only: the
+# session's budget, k=16 cells take 1-2 minutes each on the shared machine); the leaf-spine was not re-run
+# (docs/validation.md)
 SETUP_TRANSPORTS = {"k8": TRANSPORTS, "k16": ["spray", HASHED, "reps", "roce-ecmp"],
                     "ls": ["spray", HASHED, "reps", "roce-ecmp", HASHED1]}
-SEEDS = {"k8": "1-10", "k16": "1-5", "ls": "1-5"}
+SEEDS = {"k8": "1-10", "k16": "1-10", "ls": "1-5"}
 # uet-htsim 40ccb05 (htsim_uec -tm FILE -sender_cc_only -end 20000; -paths 128; ECMP = oblivious -paths 1):
 # FCT p50 / p99 / max in us and trimmed/retransmitted packets (spec notes, validation-sources 1)
 HTSIM = {
