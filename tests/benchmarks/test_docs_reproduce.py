@@ -108,8 +108,6 @@ def test_the_demo_reproduces_for_one_transport(bench):
     ("validation", "fattree-k16-permutation", "spray:entropy=hashed", 1, None),
 ])
 def test_a_larger_cell_reproduces(bench, page, label, transport, seed, point):
-    if bench["doccells"].load(page, label) is None:
-        pytest.skip(f"docs/cells/{page}/{label}: not run in this version of the page")
     extras = bench["results"].EXTRAS.get(label.replace("-routing", "")) if page == "results" else None
     r = bench["doccells"].reproduce(page, label, transport, seed, point, extras=extras)
     assert r["differ"] == []
