@@ -22,10 +22,22 @@ key                      default                     meaning / source
 =======================  ==========================  ================================================
 ev_policy                per transport               any registered policy (`evpolicy.NAMES`: "MRC",
                                                      "ONE", "OBLIVIOUS", "REPS", "P2C"; docs/protocol.md)
+entropy                  "source-routed"             how an EV becomes a path: "source-routed" (the EV's
+                                                     SRv6 carrier, one distinct path per EV, as MRC's
+                                                     switches do) or "hashed" (the EV rides in the UDP
+                                                     source port and flow label, STEV mode, and every
+                                                     switch hashes it with its own seed: ECMP per hop,
+                                                     the spec's ECMP mode and htsim's oblivious
+                                                     `-paths N`); not for ``ar`` or ``mrc-1ev``
+paths                    128 (hashed entropy only)   entropies per QP with entropy = "hashed" (htsim's
+                                                     `-paths`), spread evenly over the planes: per plane
+                                                     one random base and consecutive low bits, as
+                                                     htsim's UecMpOblivious draws them (`mrc_profiles.
+                                                     hashed_profiles`)
 ev_count                 256 (``ar``: one per plane)  EVs per profile, spread evenly over the planes;
                                                      capped at the pair's distinct paths (MANI: "128 to
                                                      256 entries, distributed equally across all
-                                                     network planes")
+                                                     network planes"); source-routed entropy only
 ev_active_target         128                         active EVs (MANI: "typically over 100"); the rest
                                                      are backups
 ev_min_active            ev_count / 4                OCP example
@@ -97,9 +109,10 @@ from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
 from mrc.emulator.transports import mrcctl, mrcqp, pairs
 from mrc.emulator.transports.dispatch import TP_MRC
-from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, profile_sizes, profiles, qp_rng,
-                                                  rdma_udp_sport)
+from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, hashed_profiles, profile_sizes, profiles,
+                                                  qp_rng, rdma_udp_sport)
 from mrc.errors import ConfigError
+from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
 from mrc.units import US, serialization_ps
@@ -165,11 +178,23 @@ VARIANTS = [
 def parse(t: Table, topo, v: Variant) -> dict:
     rtt = base_rtt_ps(topo.spec)
     planes = topo.n_planes
+    entropy = t.choice("entropy", ("source-routed", "hashed"), "source-routed")
+    if entropy == "hashed" and v.forwarding == "ar":
+        raise ConfigError(t.key("entropy"), entropy, "ar routes adaptively at the switches, not by the EV")
+    if entropy != "hashed" and t.has("paths"):
+        raise ConfigError(t.key("paths"), t.raw("paths"), "only with entropy = \"hashed\" (source-routed "
+                          "profiles take ev_count)")
+    if entropy == "hashed" and t.has("ev_count"):
+        raise ConfigError(t.key("ev_count"), t.raw("ev_count"), "with entropy = \"hashed\" the profile is "
+                          "paths entropies")
     p = dict(
         name=v.NAME,
-        forwarding=v.forwarding,
+        forwarding="ecmp" if entropy == "hashed" else v.forwarding,
+        entropy=entropy,
+        paths=t.int("paths", 128, lo=1, hi=65535) if entropy == "hashed" else None,  # = ev_count when hashed
         ev_policy=t.choice("ev_policy", evpolicy.NAMES, v.policy),
-        ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535),
+        ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535) if entropy != "hashed"
+        else t.int("paths", 128, lo=1, hi=65535),
         ev_active_target=t.int("ev_active_target", 128, lo=1, hi=65535),
         ev_min_active=t.int("ev_min_active", None, lo=0),
         mtu=t.int("mtu", 4096, lo=256, hi=1 << 16),
@@ -206,6 +231,9 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ctl_probe_successes=t.int("ctl_probe_successes", 2, lo=1, hi=1000),
         ev_log_capacity=t.int("ev_log_capacity", 1_000_000, lo=0),
     )
+    if entropy == "hashed" and p["ev_policy"] == "ONE":
+        raise ConfigError(t.key("entropy"), entropy, "policy ONE (mrc-1ev) pins each QP to its source-routed ECMP "
+                          "path; spray:entropy=\"hashed\":paths=1 is one hashed entropy per QP")
     if planes > D.MAX_PLANES:
         raise ConfigError("topology.planes", planes, f"the MRC core handles at most {D.MAX_PLANES} planes")
     if p["cc_window_bytes"] is not None and p["cc"] != "none":
@@ -217,11 +245,15 @@ def parse(t: Table, topo, v: Variant) -> dict:
 
 
 @njit
-def _ideal(F, src, dst, ev, sizes, mtu, planes_used, hdr_data, hdr_sack, framing, lat, ideal):
-    """FCT alone on the idle fabric: the packets striped over the planes used, plus the base RTT."""
+def _ideal(F, src, dst, ev, plane, hashed, sizes, mtu, planes_used, hdr_data, hdr_sack, framing, lat, ideal):
+    """FCT alone on the idle fabric: the packets striped over the planes used, plus the base RTT (over the path of
+    the flow's first EV: its SRv6 route, or with hashed entropy the ports the switches' hashes give it)."""
     out = np.empty(MAX_ROUTE_PORTS, np.int64)
     for f in range(src.shape[0]):
-        n = ev_route(F, src[f], dst[f], ev[f], out)
+        if hashed:
+            n = ecmp_route(F, src[f], dst[f], plane[f], (ev[f] >> 16) & 0xFFFF, ev[f] & 0xFFFF, 17, out)
+        else:
+            n = ev_route(F, src[f], dst[f], ev[f], out)
         size = sizes[f]
         npk = (size + mtu - 1) // mtu
         last = size - mtu * (npk - 1)
@@ -335,8 +367,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     ev_vals = T.ev["ev"]
     ev_planes = T.ev["plane"]
     n_ev = np.zeros(max(n_qp, 1), np.int64)
-    profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar", T.ev["state"],
-             D.EV_GOOD, D.EV_UNUSED)
+    if p["entropy"] == "hashed":
+        hashed_profiles(F, n_qp, p["ev_count"], seed, ev_vals, ev_planes, n_ev, T.ev["state"], D.EV_GOOD,
+                        D.EV_UNUSED)
+    else:
+        profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar",
+                 T.ev["state"], D.EV_GOOD, D.EV_UNUSED)
     pin = np.full(max(n_qp, 1), -1, np.int64)
     if p["ev_policy"] == "ONE" and n_qp:
         qplane = rng.integers(0, P, n_qp) if P > 1 else np.zeros(n_qp, np.int64)
@@ -403,7 +439,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     mp = np.zeros(1, mrcqp.MP)
     mp[0]["n_qp"] = n_qp
     mp[0]["mtu"] = mtu
-    mp[0]["fwd"] = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_AR
+    mp[0]["fwd"] = {"srv6": ST.FWD_SRV6, "ecmp": ST.FWD_ECMP, "ar": ST.FWD_AR}[p["forwarding"]]
     mp[0]["dscp_ctrl"] = sw.dscp.control
     mp[0]["ctl_timeout"] = int(round(p["ctl_timeout_us"] * US))
     mp[0]["ctl_retries"] = p["ctl_retries"]
@@ -428,8 +464,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     if nf:
         data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
         sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
-        _ideal(F, fsrc, fdst, ev_vals[req[pair], 0].astype(np.int64), sizes, mtu, planes_used, data_hdr, sack,
-               sw.framing_bytes, cfg_switch_latency_ps, ideal)
+        _ideal(F, fsrc, fdst, ev_vals[req[pair], 0].astype(np.int64), ev_planes[req[pair], 0].astype(np.int64),
+               p["entropy"] == "hashed", sizes, mtu, planes_used, data_hdr, sack, sw.framing_bytes,
+               cfg_switch_latency_ps, ideal)
     fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
               "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL),
               "mrc_next": np.full((len(ep) * P, mrcqp.N_NX), -1, np.int64),
@@ -452,7 +489,7 @@ def collect(T) -> dict:
     n_qp = int(T.mrc_p[0]["n_qp"]) if len(T.mrc_p) else 0
     q = T.core.qp[:n_qp]
     return {"ev_events": T.mrc_evlog[:n].copy(),
-            "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "losses",
+            "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "lost_acked", "rtx_timeouts", "losses",
                                                  "trims_rx", "ecn_sacks_rx", "probes_tx", "sacks_tx", "nacks_tx",
                                                  "rx_dup", "rx_trimmed", "ev_floor_hits", "ev_skips")}}
 

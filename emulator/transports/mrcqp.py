@@ -14,7 +14,9 @@ does only what a NIC and its driver do around a protocol engine:
   headers of its opcode, ICRC: ``mrc_hdr``) plus payload; its class is
   control for SACK / NACK / AETH, data otherwise (as its DSCP says); it is
   routed by the SRv6 carrier of its EV (`mrc.fabric.paths.ev_carrier`: the
-  switches then shift and look up) or, for ``ar``, by adaptive routing;
+  switches then shift and look up), with ``entropy = "hashed"`` by ECMP
+  hashing of the EV in its UDP source port and flow label at every switch, or,
+  for ``ar``, by adaptive routing (`mrcctl.route_ev`);
 - ``on_rx``: `on_packet` with the received header row (trim and ECN as the
   switches left them);
 - ``ready_at`` / ``next_deadline`` / ``on_timer``: `tx_ready`, `next_deadline`,
@@ -38,9 +40,8 @@ from mrc.core import evpolicy, evset, qp as core_qp, setup as core_setup
 from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
-from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
+from mrc.emulator.pool import pkt_new
 from mrc.emulator.transports import mrcctl
-from mrc.fabric.paths import ev_carrier
 from mrc.core.cachelines import prefetch, prefetch_lines
 from mrc.core.tables import psn_slot
 from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
@@ -48,7 +49,7 @@ from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_M
 MP = np.dtype([
     ("n_qp", np.int64),  # QP endpoints are 0 .. n_qp - 1; host h's controller is n_qp + h
     ("mtu", np.int64),
-    ("fwd", np.int64),  # state.FWD_SRV6 or FWD_AR
+    ("fwd", np.int64),  # state.FWD_SRV6, FWD_ECMP (hashed entropy) or FWD_AR
     ("dscp_ctrl", np.int64),
     ("ctl_timeout", np.int64),  # ps: a port status update unanswered this long is sent again
     ("ctl_retries", np.int64),
@@ -310,11 +311,7 @@ def tx_next(E, F, T, ep, now, port, allow_data, pkt):
     size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
     cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
     pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
-    if mp["fwd"] == ST.FWD_SRV6:
-        hi, lo = ev_carrier(F, host, dst, h["ev"])
-        pkt_route_srv6(E, pkt, hi, lo)
-    else:
-        pkt_route_ar(E, pkt, 0xC000 | (ep & 0x3FFF), 0)
+    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, h["ev"], ep)
     _count_sent(E, T, ep, kind, pkt)
     if core.evt_n[0] > 0:
         _drain(E, T, now)

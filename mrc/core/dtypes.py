@@ -358,6 +358,7 @@ _QP_GROUPS = [
         ("reps_frozen", np.uint8),
         ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
         ("reps_per_psn", np.uint8),  # 1: an unmarked SACK recycles the EV of every PSN it newly acks (config)
+        ("lost_acked", np.uint32),  # packets declared lost, then acknowledged before they were resent
     ]),
 ]
 QP, QP_LINES = _line_grouped(_QP_GROUPS)

@@ -45,7 +45,10 @@ Sources and choices (docs/protocol.md):
   2^16 x ``ts_unit_ps``, only tells which transmission that was (no match, no
   sample: Karn's rule). See `_rtt_sample`.
 - A retransmission acknowledged sooner than the base RTT after it was sent
-  cannot have been the copy that arrived: it is counted as spurious.
+  cannot have been the copy that arrived: it is counted as spurious
+  (``rtx_spurious`` <= ``rtx_pkts``). A packet declared lost and then
+  acknowledged before it was resent is a false loss declaration, counted in
+  ``lost_acked``.
 - RTO (mrc.h): 1.024 us x 2^timeout without progress; ``retry_linear``
   expiries at that interval, then ``retry_exp`` with doubling intervals
   (25 = unlimited); beyond that the QP enters ERROR and every outstanding
@@ -81,8 +84,10 @@ def _acked(q, ent, now):
             q["rack_seq"] = ent["seq"]
         return ent["length"]
     if st == D.TX_LOST:
-        q["n_lost"] -= 1  # declared lost, then acknowledged before it could be resent
-        q["rtx_spurious"] += 1
+        # declared lost, then acknowledged before it was resent: a false loss declaration, not a
+        # retransmission (rtx_spurious counts only retransmissions, so it never exceeds rtx_pkts)
+        q["n_lost"] -= 1
+        q["lost_acked"] += 1
         return ent["length"]
     return 0
 

@@ -250,7 +250,9 @@ def test_rto_linear_then_exponential_then_error_with_all_wrs_completed():
         (1, D.WC_RETRY_EXC_ERR), (2, D.WC_WR_FLUSH_ERR), (3, D.WC_WR_FLUSH_ERR)]
 
 
-def test_spurious_retransmission_counted_apart():
+def _psn0_declared_lost():
+    """Three packets; the second and third arrive and are acknowledged, and PSN 0 is then declared lost (RACK),
+    not yet resent. Returns the pair and the three packets."""
     pair = Pair(ack_every_pkts=1, n_planes=1, evs_per_plane=8, ev_active_target=8)
     pair.post_write(0, 3 * MTU)
     pkts = sent(pair)
@@ -258,13 +260,31 @@ def test_spurious_retransmission_counted_apart():
     pair.deliver(1, pkts[1])
     pair.deliver(1, pkts[2])
     acks_back(pair)
-    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])  # PSN 0 declared lost ...
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    return pair, pkts
+
+
+def test_spurious_retransmission_counted_apart():
+    pair, pkts = _psn0_declared_lost()
     rtx = [p for k, p in pair.collect(0) if k == dispatch.K_RTX]
     assert [int(p["psn"]) for p in rtx] == [0]
     pair.deliver(1, pkts[0])  # ... but the original was only late
     acks_back(pair)
     q = pair.qp(0)
     assert q["rtx_pkts"] == 1 and q["rtx_spurious"] == 1
+
+
+def test_a_loss_declared_then_acknowledged_before_its_resend_is_not_a_spurious_retransmission():
+    """The emulator's `reps` runs once counted more spurious retransmissions than retransmissions: a PSN declared
+    lost (RACK) whose original was acknowledged before it was resent counted as spurious. It is a false loss
+    declaration (`lost_acked`); `rtx_spurious` counts retransmissions only, so it never exceeds `rtx_pkts`."""
+    pair, pkts = _psn0_declared_lost()  # nothing collected: PSN 0 not resent yet
+    assert pair.qp(0)["losses"] == 1 and pair.qp(0)["n_lost"] == 1
+    pair.deliver(1, pkts[0])  # the original was only late
+    acks_back(pair)
+    q = pair.qp(0)
+    assert q["rtx_pkts"] == 0 and q["rtx_spurious"] == 0 and q["lost_acked"] == 1 and q["n_lost"] == 0
+    assert not [p for k, p in pair.collect(0) if k == dispatch.K_RTX]  # nothing is resent afterwards
 
 
 def test_local_port_down_moves_traffic_to_the_other_planes():
