@@ -297,17 +297,17 @@ def _backup_lens(other_plane: bool):
         if not v.is_data:
             return
         table = ep.inner.qp.ev_states()
-        first = ep.scratch.setdefault("initial", {e["ev"] for e in table if e["active"]})
+        first = ep.scratch.setdefault("initial", {e["value"] for e in table if e["active"]})
         if v["ev"] in first:
             return
         plane = v.port
         if other_plane:
-            cands = [e for e in table if e["port"] != plane and e["ev"] not in first
+            cands = [e for e in table if e["port"] != plane and e["value"] not in first
                      and e["state"] in ("GOOD", "SKIP")]
         else:
-            cands = [e for e in table if e["port"] == plane and e["ev"] in first and e["state"] == "GOOD"]
+            cands = [e for e in table if e["port"] == plane and e["value"] in first and e["state"] == "GOOD"]
         if cands:
-            v.set(ev=cands[0]["ev"], port=cands[0]["port"] - 1)
+            v.set(ev=cands[0]["value"], port=cands[0]["port"] - 1)
             v.port = cands[0]["port"]
     return fn
 

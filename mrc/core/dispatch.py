@@ -318,6 +318,51 @@ def next_deadline(T, i):
 
 
 @njit_core
+def replace_ev(T, i, k, value, denied, now):
+    """REPLACE_EV on a profile QP `i` uses (`mrc.ctl`): EV slot `k` names another path from now on.
+
+    Packets in flight on the old path are resent, as when their plane goes away (`_evict_plane`):
+    what becomes of them says nothing about the new path, and a loss among them must not retire it.
+    The slot starts afresh (no counters, no probe, a backup until `evset.rebalance` picks it; GOOD, or
+    DENIED when `denied`), and it stops being its plane's reverse EV or the target of a pending
+    probe. Late answers to the old path's packets carry the old EV and match nothing. mrc_ctl.h and
+    the public notes say nothing of packets in flight on a replaced EV: ours.
+    """
+    q = T.qp[i]
+    if q["tx_row"] >= 0:
+        psn = q["una_psn"]
+        while psn_diff(q["sq_psn"], psn) > 0:
+            ent = tx_slot(T, q, psn)
+            if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == k:
+                loss.mark_lost(T, i, psn, False)
+            psn = psn_add(psn, 1)
+    e = T.ev[q["ev_row"], k]
+    e["ev"] = value
+    e["state"] = D.EV_DENIED if denied else D.EV_GOOD
+    e["active"] = 0
+    e["probe_ok"] = 0
+    e["probe_outstanding"] = 0
+    e["losses"] = 0
+    e["probe_deadline"] = D.NEVER
+    e["probe_sent"] = -1
+    e["bad_since"] = 0
+    e["tx_pkts"] = 0
+    e["last_rtt"] = 0
+    e["ecn_marks"] = 0
+    e["trims"] = 0
+    for p in range(i64(q["n_planes"])):
+        if q["rev_ev"][p] == k:
+            q["rev_ev"][p] = -1
+    if q["rev_probe_slot"] == k:
+        q["rev_probe_slot"] = -1
+        q["rev_probe_timeout"] = D.NEVER
+    if q["rel_probe_slot"] == k:
+        q["rel_probe_slot"] = -1
+        q["rel_probe_pending"] = 0
+    evset.rebalance(T, i)
+
+
+@njit_core
 def _evict_plane(T, i, planes_lost):
     """Packets in flight on a plane that just went away are resent on the others."""
     q = T.qp[i]

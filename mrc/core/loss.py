@@ -254,7 +254,7 @@ def _probe_answer(T, i, slot, m, now):
 def _probe_answer_only(T, i, p, now):
     """A QP with no send half (no TX row: it only receives) gets the answers to its reverse-EV probes."""
     q = T.qp[i]
-    slot = evset.find_slot(T, i, p["entropy"])
+    slot = evset.find_answered_slot(T, i, p["entropy"])
     if slot < 0:
         q["rx_dropped"] += 1
         return
@@ -301,7 +301,7 @@ def on_sack(T, i, p, now):
     trig_send = -1
     slot = -1
     if p["pr"]:
-        slot = evset.find_slot(T, i, p["entropy"])
+        slot = evset.find_answered_slot(T, i, p["entropy"])
         if slot >= 0:
             trig_send = T.ev[q["ev_row"], slot]["probe_sent"]
     elif psn_diff(trigger, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], trigger) > 0:
