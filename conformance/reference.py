@@ -21,7 +21,7 @@ import ipaddress
 import numpy as np
 
 from mrc.api import Access, Device, QpCap, WcOpcode
-from mrc.ctl import CC_NS_KEYS, EV_UNPOPULATED, CtlEv, EpRequest, EvFmtMode, EvState
+from mrc.ctl import CC_NS_KEYS, EV_UNPOPULATED, CcNsccCfg, CtlEv, EpRequest, EvFmtMode, EvState
 from mrc.errors import ENOENT, UsageError
 from mrc.ctl.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET
@@ -103,10 +103,13 @@ class ReferenceEndpoint(Endpoint):
         if algorithm == "none":  # the adapter's fixed window is the controller's "fixed-window" algorithm
             algorithm = "fixed-window"
         c.modify_cc_profile(1, algorithm=algorithm, state="OFFLINE")
-        # the adapter's cc dict holds mrc_ctl_cc_nscc_cfg fields under their C names (ns); the controller
-        # spells the time fields with their unit
+        # the adapter's cc dict holds mrc_ctl_cc_nscc_cfg fields under their C names (ns), the controller spells
+        # the time fields with their unit; fields of the core's CC row beyond the header's struct (a mutant's
+        # pi_gain, say) go in the profile's vendor_cfg, as key=value pairs
         cc = {(k + "_ns" if k in CC_NS_KEYS else k): v for k, v in (cc or {"base_rtt": 8000}).items()}
-        c.modify_cc_profile(1, config=cc, state="ONLINE")
+        header = set(CcNsccCfg.__dataclass_fields__) | {"fast_increase_delay_ns"}
+        extra = ",".join(f"{k}={v!r}" for k, v in cc.items() if k not in header).encode() or None
+        c.modify_cc_profile(1, config={k: v for k, v in cc.items() if k in header}, vendor_cfg=extra, state="ONLINE")
 
     def _srv6_carriers(self) -> dict:
         """EV value -> (outer destination, SRH segment or None) from the profile's expansions."""

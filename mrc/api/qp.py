@@ -15,6 +15,7 @@ import numpy as np
 from mrc.api import corefeatures
 from mrc.api.types import (
     Access, CompletionQueue, IbvQpAttr, IbvQpAttrMask, QpAttr, QpAttrMask, QpCapFlags, QpInitAttr, SendOpcode,
+    set_masked,
 )
 from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup
 from mrc.ctl.types import parse_vendor_cfg
@@ -235,42 +236,26 @@ class QueuePair:
         q = self.device.T.qp[self.index]
         running = self.state in ("RTR", "RTS") or (self.state == "ERROR" and self.peer.address is not None)
         va = IbvQpAttr()
-        if vm & (IbvQpAttrMask.STATE | IbvQpAttrMask.CUR_STATE):
-            va.qp_state = va.cur_qp_state = self.state
-        if vm & IbvQpAttrMask.DEST_QPN and running:
-            va.dest_qp_num = int(q["dest_qpn"])
-        if vm & IbvQpAttrMask.RQ_PSN:
-            va.rq_psn = self.attrs.get("rq_psn")
-        if vm & IbvQpAttrMask.SQ_PSN:
-            va.sq_psn = self.attrs.get("sq_psn")
-        if vm & IbvQpAttrMask.AV:
-            va.remote_address = self.peer.address
-        if vm & IbvQpAttrMask.PATH_MTU:
-            va.path_mtu = int(q["mtu"]) if running else self.attrs.get("mtu", self.device.mtu)
-        if vm & IbvQpAttrMask.ACCESS_FLAGS:
-            va.qp_access_flags = self.access
-        if vm & IbvQpAttrMask.PKEY_INDEX:
-            va.pkey_index = 0
-        if vm & IbvQpAttrMask.CAP:
-            va.cap = self.cap
+        S = IbvQpAttrMask
+        set_masked(va, vm, [(S.STATE | S.CUR_STATE, "qp_state", self.state), (S.CUR_STATE, "cur_qp_state", self.state),
+                            (S.DEST_QPN, "dest_qp_num", int(q["dest_qpn"]) if running else None),
+                            (S.RQ_PSN, "rq_psn", self.attrs.get("rq_psn")), (S.SQ_PSN, "sq_psn", self.attrs.get("sq_psn")),
+                            (S.AV, "remote_address", self.peer.address),
+                            (S.PATH_MTU, "path_mtu", int(q["mtu"]) if running else self.attrs.get("mtu", self.device.mtu)),
+                            (S.ACCESS_FLAGS, "qp_access_flags", self.access), (S.PKEY_INDEX, "pkey_index", 0),
+                            (S.CAP, "cap", self.cap)])
         ma = QpAttr()
-        for bit, key in ((QpAttrMask.MAX_WIMM, "max_wimm"), (QpAttrMask.MAX_WIMM_DEST, "max_wimm_dest"),
-                         (QpAttrMask.MPR, "mpr"), (QpAttrMask.MPR_DEST, "mpr_dest"), (QpAttrMask.TIMEOUT, "timeout")):
-            if mm & bit:
-                setattr(ma, key, int(q[key]) if running else self.attrs.get(key))
-        if mm & QpAttrMask.RETRY_CNT:
-            ma.retry_linear = int(q["retry_linear"]) if running else self.attrs.get("retry_linear")
-            ma.retry_exp = int(q["retry_exp"]) if running else self.attrs.get("retry_exp")
-        if mm & QpAttrMask.EV_PROFILE_ID:
-            ma.ev_profile_id = self.ev_profile_id
-        if mm & QpAttrMask.CC_PROFILE_ID:
-            ma.cc_profile_id = self.cc_profile_id
-        if mm & QpAttrMask.HINT:
-            ma.qp_hint = self.qp_hint
-        if mm & QpAttrMask.CAP:
-            ma.cap = int(self._cap_bits())
-        if mm & QpAttrMask.VENDOR_CFG:
-            ma.vendor_cfg = self.vendor_cfg
+        value = (lambda key: int(q[key])) if running else self.attrs.get  # noqa: E731  (configured so far)
+        set_masked(ma, mm, [(QpAttrMask.MAX_WIMM, "max_wimm", value("max_wimm")),
+                            (QpAttrMask.MAX_WIMM_DEST, "max_wimm_dest", value("max_wimm_dest")),
+                            (QpAttrMask.MPR, "mpr", value("mpr")), (QpAttrMask.MPR_DEST, "mpr_dest", value("mpr_dest")),
+                            (QpAttrMask.TIMEOUT, "timeout", value("timeout")),
+                            (QpAttrMask.RETRY_CNT, "retry_linear", value("retry_linear")),
+                            (QpAttrMask.RETRY_CNT, "retry_exp", value("retry_exp")),
+                            (QpAttrMask.EV_PROFILE_ID, "ev_profile_id", self.ev_profile_id),
+                            (QpAttrMask.CC_PROFILE_ID, "cc_profile_id", self.cc_profile_id),
+                            (QpAttrMask.HINT, "qp_hint", self.qp_hint), (QpAttrMask.CAP, "cap", int(self._cap_bits())),
+                            (QpAttrMask.VENDOR_CFG, "vendor_cfg", self.vendor_cfg)])
         init = self.init_attr or QpInitAttr(send_cq=self.send_cq, recv_cq=self.recv_cq, cap=self.cap)
         return va, ma, init
 

@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 MRC_MAX_VENDOR_CFG_SIZE = 128  # bytes of opaque vendor configuration (``vendor_cfg``), mrc.h and mrc_ctl.h
 
 
+def set_masked(out, mask: int, values) -> None:
+    """A query's answer: set on `out` each field of `values` ((mask bit, field name, value), ...) whose bit is in
+    `mask`; the others stay as they are (None)."""
+    for bit, name, value in values:
+        if mask & bit:
+            setattr(out, name, value)
+
+
 class ProtocolVersion(enum.IntFlag):
     """``enum mrc_protocol_version``: MRC wire protocol versions. A device advertises a bitmap of them
     (`DeviceAttr.mrc_protocol_version`); a QP asks for exactly one, or VERSION_0 for the provider's default."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mrc.api.types import set_masked
 from mrc.api.version import VersionInfo, query_ctl_version
 from mrc.core import dtypes as D, setup
 from mrc.ctl import ev_fields
@@ -19,7 +20,7 @@ from mrc.ctl.evprofile import EvProfileMixin
 from mrc.ctl.types import (
     EV_MAX_BYTES, CcNsccCfg, CcProfileAttr, CcProfileAttrMask, CtlAttrOpt, CtlCcAttr, CtlDeviceAttr, CtlEvAttr,
     CtlProtocolVersion, EvFmtField, EvFmtMode, EvFmtOp, EvFmtOpArgs, EvFmtProfileAttr, EvFmtProfileAttrMask, EvProfileMode,
-    EvState, ProfileState, check_int, parse_enum, parse_vendor_cfg,
+    EvState, ProfileState, check_cur_state, check_int, parse_enum, parse_vendor_cfg,
 )
 from mrc.errors import E2BIG, EBUSY, EINVAL, ConfigError
 
@@ -35,6 +36,16 @@ CC_NS_KEYS = ("base_rtt", "adjust_period_threshold", "qa_threshold", "target_del
 PROFILE_IDS = (0, (1 << 64) - 1)  # profile ids are uint64_t
 TRANSITIONS = {ProfileState.INIT: {ProfileState.OFFLINE}, ProfileState.OFFLINE: {ProfileState.ONLINE, ProfileState.INIT},
                ProfileState.ONLINE: {ProfileState.OFFLINE}}
+
+
+class _NotGiven:
+    """The default of a keyword whose None is a value (a CC profile's algorithm: None disables CC)."""
+
+    def __repr__(self) -> str:
+        return "NOT_GIVEN"
+
+
+NOT_GIVEN = _NotGiven()
 OPT_ATTR = (CtlAttrOpt.EV_PROFILE_MODIFY_ONLINE | CtlAttrOpt.CC_PROFILE_MODIFY_ONLINE | CtlAttrOpt.EV_EVENT
             | CtlAttrOpt.EV_EVENT_PRECISE_DROP_CNT | CtlAttrOpt.EP_OP_EV_PROBE)
 
@@ -156,10 +167,7 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
             attr.ev_fmt_op = EvFmtOpArgs(EvFmtOp.MODIFY_FIELDS, list(fields), len(fields))
         check_int("ev_fmt_profile_id", profile_id, *PROFILE_IDS)
         p = self._fmts.get(profile_id, FmtProfile())
-        if mask & EvFmtProfileAttrMask.CUR_STATE:
-            cur = parse_enum(ProfileState, attr.cur_profile_state, "cur_profile_state")
-            if cur != p.state:
-                raise EINVAL(f"{what}: cur_profile_state = {cur.name} but it is {p.state.name}")
+        check_cur_state(what, attr, mask & EvFmtProfileAttrMask.CUR_STATE, p.state)
         target = parse_enum(ProfileState, attr.profile_state, "profile_state") if mask & EvFmtProfileAttrMask.STATE else p.state
         if mask & EvFmtProfileAttrMask.VENDOR_CFG:
             parse_vendor_cfg(what, attr.vendor_cfg, {})  # no vendor keys for format profiles
@@ -237,12 +245,10 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
         mask = EvFmtProfileAttrMask(full if attr_mask is None else check_int("attr_mask", attr_mask, 0, (1 << 32) - 1))
         p = self._fmts.get(profile_id, FmtProfile())
         out = attr if attr is not None else EvFmtProfileAttr()
-        if mask & (EvFmtProfileAttrMask.STATE | EvFmtProfileAttrMask.CUR_STATE):
-            out.profile_state = out.cur_profile_state = p.state
-        if mask & EvFmtProfileAttrMask.MODE:
-            out.ev_fmt_mode = p.mode
-        if mask & EvFmtProfileAttrMask.VENDOR_CFG:
-            out.vendor_cfg = b""
+        states = EvFmtProfileAttrMask.STATE | EvFmtProfileAttrMask.CUR_STATE
+        set_masked(out, mask, [(states, "profile_state", p.state), (states, "cur_profile_state", p.state),
+                               (EvFmtProfileAttrMask.MODE, "ev_fmt_mode", p.mode),
+                               (EvFmtProfileAttrMask.VENDOR_CFG, "vendor_cfg", b"")])
         if mask & EvFmtProfileAttrMask.OP:
             op_args = out.ev_fmt_op if out.ev_fmt_op is not None else EvFmtOpArgs(EvFmtOp.QUERY_FIELDS)
             if parse_enum(EvFmtOp, op_args.op, "ev_fmt_op.op") != EvFmtOp.QUERY_FIELDS:
@@ -253,7 +259,7 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
 
     # -- CC profiles -----------------------------------------------------------------------------
     def modify_cc_profile(self, profile_id: int, attr: CcProfileAttr | None = None, attr_mask: int | None = None, *,
-                          state=None, algorithm=..., config: CcNsccCfg | dict | None = None,
+                          state=None, algorithm=NOT_GIVEN, config: CcNsccCfg | dict | None = None,
                           vendor_cfg: bytes | None = None) -> None:
         """``mrc_ctl_modify_cc_profile``: the algorithm, its configuration, the state.
 
@@ -265,7 +271,7 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
         CONFIG may change while ONLINE (``CC_PROFILE_MODIFY_ONLINE``): bound QPs see the new row at once.
         Leaving ONLINE with bound QPs is EBUSY."""
         what = f"CC profile {profile_id}"
-        algo_kw = None if algorithm is ... else (algorithm, )
+        algo_kw = None if algorithm is NOT_GIVEN else (algorithm, )
         attr, mask = attr_from_keywords(
             CcProfileAttr, CcProfileAttrMask, attr, attr_mask,
             {"state": state, "algorithm": algo_kw, "config": config, "vendor_cfg": vendor_cfg},
@@ -275,10 +281,7 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
             attr.algorithm = algorithm
         check_int("cc_profile_id", profile_id, *PROFILE_IDS)
         p = self._ccs.get(profile_id, CcProfile())
-        if mask & CcProfileAttrMask.CUR_STATE:
-            cur = parse_enum(ProfileState, attr.cur_profile_state, "cur_profile_state")
-            if cur != p.state:
-                raise EINVAL(f"{what}: cur_profile_state = {cur.name} but it is {p.state.name}")
+        check_cur_state(what, attr, mask & CcProfileAttrMask.CUR_STATE, p.state)
         target = parse_enum(ProfileState, attr.profile_state, "profile_state") if mask & CcProfileAttrMask.STATE else p.state
         new = copy.copy(p)
         if mask & CcProfileAttrMask.ALGORITHM:
@@ -393,18 +396,16 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
         mask = CcProfileAttrMask((1 << 32) - 1 if attr_mask is None else check_int("attr_mask", attr_mask, 0, (1 << 32) - 1))
         p = self._ccs.get(profile_id, CcProfile())
         out = CcProfileAttr()
-        if mask & (CcProfileAttrMask.STATE | CcProfileAttrMask.CUR_STATE):
-            out.profile_state = out.cur_profile_state = p.state
-        if mask & CcProfileAttrMask.ALGORITHM:
-            out.algorithm = p.algorithm
+        states = CcProfileAttrMask.STATE | CcProfileAttrMask.CUR_STATE
+        set_masked(out, mask, [(states, "profile_state", p.state), (states, "cur_profile_state", p.state),
+                               (CcProfileAttrMask.ALGORITHM, "algorithm", p.algorithm),
+                               (CcProfileAttrMask.VENDOR_CFG, "vendor_cfg", p.vendor_cfg)])
         if mask & CcProfileAttrMask.CONFIG and p.algorithm_set and p.config_set:
             row = self._cc_row_config(f"CC profile {profile_id}", p)
             if row is not None:
                 vals = {k: (row[k] // 1000 if k in CC_NS_KEYS else row[k]) for k in row}
                 out.cc_config = CcNsccCfg(**{f: (vals.get(f[:-3]) if f.endswith("_ns") else vals.get(f))
                                              for f in CcNsccCfg.__dataclass_fields__})
-        if mask & CcProfileAttrMask.VENDOR_CFG:
-            out.vendor_cfg = p.vendor_cfg
         return out
 
     def cc_row(self, profile_id: int) -> np.void:

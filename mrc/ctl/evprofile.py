@@ -29,11 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mrc.api.types import set_masked
 from mrc.core import dispatch
 from mrc.ctl import ev_fields
 from mrc.ctl.types import (
     EV_UNPOPULATED, CtlEv, EvField, EvFieldsOp, EvFieldsOpArgs, EvFmtMode, EvOp, EvOpArgs, EvProfileAttr,
-    EvProfileAttrMask, EvProfileMode, EvState, ProfileState, check_int, parse_enum, parse_vendor_cfg,
+    EvProfileAttrMask, EvProfileMode, EvState, ProfileState, check_cur_state, check_int, parse_enum, parse_vendor_cfg,
 )
 from mrc.errors import E2BIG, EBUSY, EINVAL, ConfigError
 
@@ -131,8 +132,7 @@ class EvProfileMixin:
             raise EINVAL(f"{what}: EV_OP and EV_FIELDS_OP are mutually exclusive")
         p = self._evps.get(profile_id, EvProfile())
         cur = p.state
-        if mask & M.CUR_STATE and parse_enum(ProfileState, attr.cur_profile_state, "cur_profile_state") != cur:
-            raise EINVAL(f"{what}: cur_profile_state = {attr.cur_profile_state!r} but it is {cur.name}")
+        check_cur_state(what, attr, mask & M.CUR_STATE, cur)
         target = parse_enum(ProfileState, attr.profile_state, "profile_state") if mask & M.STATE else cur
         fields_op = self._fields_op(what, attr, mask)
         if cur == ProfileState.ONLINE:
@@ -419,20 +419,11 @@ class EvProfileMixin:
             raise EINVAL(f"{what}: EV_OP and EV_FIELDS_OP are mutually exclusive")
         p = self._evps.get(profile_id, EvProfile())
         out = attr if attr is not None else EvProfileAttr()
-        if mask & (M.STATE | M.CUR_STATE):
-            out.profile_state = out.cur_profile_state = p.state
-        if mask & M.MODE:
-            out.ev_mode = p.mode
-        if mask & M.FMT_ID:
-            out.ev_fmt_profile_id = p.fmt_id
-        if mask & M.COUNT:
-            out.ev_count = p.count
-        if mask & M.MIN_ACTIVE:
-            out.ev_min_active = p.min_active
-        if mask & M.EVENT_MASK:
-            out.ev_event_mask = p.event_mask
-        if mask & M.VENDOR_CFG:
-            out.vendor_cfg = p.vendor_cfg
+        set_masked(out, mask, [(M.STATE | M.CUR_STATE, "profile_state", p.state),
+                               (M.STATE | M.CUR_STATE, "cur_profile_state", p.state), (M.MODE, "ev_mode", p.mode),
+                               (M.FMT_ID, "ev_fmt_profile_id", p.fmt_id), (M.COUNT, "ev_count", p.count),
+                               (M.MIN_ACTIVE, "ev_min_active", p.min_active), (M.EVENT_MASK, "ev_event_mask", p.event_mask),
+                               (M.VENDOR_CFG, "vendor_cfg", p.vendor_cfg)])
         if mask & M.EV_FIELDS_OP:
             args = self._fields_op(what, out, mask)
             if args.op != EvFieldsOp.QUERY_FIELDS:

@@ -582,6 +582,12 @@ def parse_enum(cls, value, key: str):
     raise EINVAL(f"{key} = {value!r} is not one of {[m.name for m in cls if m.name]}")
 
 
+def check_cur_state(what: str, attr, asked: int, state: ProfileState) -> None:
+    """The CUR_STATE bit of a modify call asserts the profile's state (as IBV_QP_CUR_STATE does): EINVAL if not."""
+    if asked and parse_enum(ProfileState, attr.cur_profile_state, "cur_profile_state") != state:
+        raise EINVAL(f"{what}: cur_profile_state = {attr.cur_profile_state!r} but it is {state.name}")
+
+
 def check_int(key: str, value, lo: int, hi: int) -> int:
     """`value` as an int in [lo, hi] (bools refused), or EINVAL naming `key` and the value."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
