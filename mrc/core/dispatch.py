@@ -119,9 +119,11 @@ def _next_control(T, i, now, port_mask, out, k):
         if s >= 0:
             reason = q["nack_reason"][0]
             if reason == responder.NACK_PROBE_REPLY:
-                responder.fill_sack(T, i, out, k, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], q["nack_m"][0], 1, s, now)
+                responder.fill_sack(T, i, out, k, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], q["nack_m"][0], 1, s,
+                                    q["nack_at"], now)
             else:
-                responder.fill_nack(T, i, out, k, reason, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], s)
+                responder.fill_nack(T, i, out, k, reason, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], s,
+                                    q["nack_at"], now)
             n = q["nack_n"] - 1
             for j in range(n):
                 q["nack_reason"][j] = q["nack_reason"][j + 1]
@@ -135,7 +137,8 @@ def _next_control(T, i, now, port_mask, out, k):
     if q["ack_pending"] == D.ACK_NOW or (q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]):
         s = control_slot(T, i, q["ack_trigger_port"], port_mask, now)
         if s >= 0:
-            responder.fill_sack(T, i, out, k, q["ack_trigger_psn"], q["ack_trigger_ev"], q["ack_trigger_ts"], q["ack_m"], 0, s, now)
+            responder.fill_sack(T, i, out, k, q["ack_trigger_psn"], q["ack_trigger_ev"], q["ack_trigger_ts"], q["ack_m"], 0, s,
+                                q["ack_trigger_at"], now)
             q["ack_pending"] = D.ACK_NONE
             q["ack_pkts"] = 0
             q["ack_bytes"] = 0

@@ -244,7 +244,7 @@ class EndpointMixin:
                     pkt["dscp"] = int(row["tc"]) if user else DSCP_CONTROL
                 else:
                     pkt["tx_timestamp"] = int(row["echo_ts"])
-                    pkt["svc_time"] = 0
+                    pkt["svc_time"] = int(CP.service_time_ns(C, r, now))
                     pkt["dscp"] = int(row["tc"])
                 dest = self._ep_peers[int(row["peer"])]
                 if user:
@@ -274,7 +274,7 @@ class EndpointMixin:
                         dispatch.set_remote_ports(T, qp.index, np.uint32(mask), now)
                 self.counters["port_status_rx"] += 1
             r = CP.respond(C, H, free, s, 0, d, ep_op, int(pkt["req_id"]), int(pkt["ev"]), int(pkt["port"]),
-                           int(pkt["dscp"]), int(pkt["tx_timestamp"]))
+                           int(pkt["dscp"]), int(pkt["tx_timestamp"]), now)
             if r == CP.DROPPED:
                 self.counters["ep_dropped"] += 1
         elif op == int(Opcode.MRC_ENDPOINT_RESPONSE):
@@ -283,8 +283,8 @@ class EndpointMixin:
                                         self._probe_successes, now)
             if outcome == CP.RSP_USER:
                 batch, req_id = self._ep_batch_of.pop(int(r))
-                rtt_ns = (now - int(C[r]["t_sent"])) // 1000
-                batch.responses.append(EpResponse(req_id, int(pkt["port"]) + 1, rtt_ns, False))
+                rtt_ns, adjusted = CP.adjusted_rtt_ns((now - int(C[r]["t_sent"])) // 1000, int(pkt["svc_time"]))
+                batch.responses.append(EpResponse(req_id, int(pkt["port"]) + 1, rtt_ns, adjusted))
             elif outcome == CP.RSP_UNMATCHED:
                 self.counters["ep_unmatched"] += 1
             elif outcome == CP.RSP_RESTORED:
