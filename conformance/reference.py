@@ -31,6 +31,7 @@ from mrc.wire.constants import ROCEV2_UDP_PORT
 from .adapter import (Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, ProbeAnswer, Region,
                       check_features)
 from .packets import Dscp
+from .reference_ctl import ReferenceCtl
 
 RTR_OPTIONS = ("ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen")
 RTS_OPTIONS = ("reorder_window_ps", "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps")
@@ -47,7 +48,7 @@ def default_evs(ports: int, per_port: int = 8, ev_mode: str = "STEV", side: int 
     return out
 
 
-class ReferenceEndpoint(Endpoint):
+class ReferenceEndpoint(ReferenceCtl, Endpoint):
     def __init__(self, cfg: EndpointConfig, name: str):
         self.cfg = cfg
         self.address = cfg.address
@@ -56,7 +57,7 @@ class ReferenceEndpoint(Endpoint):
         self.dscp = Dscp(cfg.dscp)
         self.verify_icrc = bool(cfg.options.get("verify_icrc", True))
         self.rx_errors = 0
-        self.dev = dev = Device(name, ports=cfg.ports, seed=cfg.seed, address=cfg.address, mtu=cfg.mtu, max_qp=2,
+        self.dev = dev = Device(name, ports=cfg.ports, seed=cfg.seed, address=cfg.address, mtu=cfg.mtu, max_qp=4,
                                 max_mpr=min(255, max(8, cfg.mpr, cfg.mpr_dest)), max_wr=64, n_mr=64,
                                 max_ev=max(256, len(cfg.evs), cfg.ev_gen_count or 0))
         self._setup_profiles(cfg)
@@ -71,6 +72,7 @@ class ReferenceEndpoint(Endpoint):
         self._carriers = self._srv6_carriers() if self.mode == EvMode.SRV6 else {}
         self._peer = None
         self._probes: list = []  # EV-probe batches whose answers are not all reported yet
+        self._ctl_init()
 
     # -- setup -----------------------------------------------------------------------
     def _setup_profiles(self, cfg: EndpointConfig) -> None:
@@ -274,7 +276,7 @@ class ReferenceAdapter(Adapter):
 
     name = "reference"
     features = check_features(["ev_query", "ev_modify", "ev_events", "ev_fields", "port_status", "cc_query",
-                               "ev_mode_udp", "ev_mode_srv6", "ep_probe"])
+                               "ev_mode_udp", "ev_mode_srv6", "ep_probe", "ctl"])
 
     def __init__(self):
         self._n = 0

@@ -6,6 +6,7 @@ from mrc.wire import EvMode
 from ..adapter import Completion
 from ..packets import opcode_of
 from .base import Mutant, View, region_of, swap_ev
+from .ctl import CTL_MUTANTS
 
 SACK, NACK, PROBE, ACK, EP_REQ, EP_RSP = 0xDC, 0xDD, 0xDE, 0xD1, 0xD8, 0xD9
 TRIMMED, LASTHOP, NO_BITMAP, OOR, UNEXP = 0x01, 0x02, 0x06, 0x0B, 0x19
@@ -555,4 +556,5 @@ def _reverse_carrier(v: View) -> None:
     v.changed = True
 
 
+MUTANTS += CTL_MUTANTS  # the controller surface's (mutants/ctl.py)
 BY_NAME = {m.name: m for m in MUTANTS}
