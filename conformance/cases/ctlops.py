@@ -145,7 +145,7 @@ def _busy(t):
       behaviour="A QP taken to INIT with an EV profile that does not exist, or one that is only OFFLINE, is "
                 "refused (EINVAL); with both profiles ONLINE it is accepted.",
       failure="a QP was bound to a profile that is not ONLINE (or to another profile than asked)",
-      network="none (controller calls only)", mutants=["bind-ignores-profile-id"], needs=CTL)
+      network="none (controller calls only)", mutants=["bind-ignores-profile-id", "ebusy-not-reported"], needs=CTL)
 def _bind(t):
     sc, n = _one(t)
     _call(t, n, "create_qp", want="EINVAL", ev_profile_id=7, cc_profile_id=1)
@@ -227,7 +227,7 @@ def _query_array(t):
       behaviour="MODIFY_EV_STATE DENIED over [A, X, B] where X is not in the array fails with ENOENT; the entry "
                 "after the failing one (B) is not applied: B stays GOOD.",
       failure="an EV operation went on past its first failing entry (or did not report ENOENT)",
-      network="none (controller calls only)", mutants=["ev-op-continues-after-error"], needs=CTL)
+      network="none (controller calls only)", mutants=["ev-op-continues-after-error", "unknown-ev-ignored"], needs=CTL)
 def _partial(t):
     sc, n = _one(t)
     _offline_exp(t, n, 2, 2)
@@ -533,7 +533,7 @@ EXAMPLE_EVS = [((i << 16) | i, 1) for i in range(64)]  # mrc_ctl_exp_ev.md: 'EV 
                 "denies the range i = 13..42 one EV at a time, each named as installed; from then on no packet "
                 "carries a denied EV and the others still carry the transfer.",
       failure="an EV the controller denied by the example's steps still carried packets (or could not be named)",
-      network="lossless, one plane", mutants=["uses-denied-ev"], needs=CTL)
+      network="lossless, one plane", mutants=["uses-denied-ev", "sticky-ev"], needs=CTL)
 def _example_deny(t):
     sc, req, rsp, region = requester_pair(t, iut=dict(ports=1, evs=EXAMPLE_EVS, ev_active=64, mtu=1024))
     for i in range(13, 43):
@@ -556,7 +556,7 @@ def _example_deny(t):
                 "their value + 128 in both fields is accepted while ONLINE and bound, the new EVs carry packets "
                 "and the replaced ones none; without the capability it is refused (EINVAL).",
       failure="REPLACE_EV on an ONLINE profile did not behave as the capability says",
-      network="lossless, one plane", mutants=["online-replace-refused"], needs=CTL)
+      network="lossless, one plane", mutants=["online-replace-refused", "sticky-ev"], needs=CTL)
 def _example_replace(t):
     sc, req, rsp, region = requester_pair(t, iut=dict(ports=1, evs=EXAMPLE_EVS, ev_active=64, mtu=1024))
     online = "EV_PROFILE_MODIFY_ONLINE" in _call(t, req, "query_device")["opt_attr"]
@@ -586,7 +586,7 @@ FIXED = [[16, 0xA5A5, 0, 0, 0x0000], [16, 0, 0, 0, 0xFFFF]]  # a fixed upper hal
                 "EVs and later denies one by the raw value it installed: accepted (not ENOENT), QUERY_EV_STATE "
                 "says DENIED, and no packet carries its expansion.",
       failure="an EV could not be named by the value the controller installed",
-      network="lossless", mutants=["ev-named-by-expansion"], needs=CTL)
+      network="lossless", mutants=["ev-named-by-expansion", "uses-denied-ev"], needs=CTL)
 def _named(t):
     raws = [(k << 16, 1 + k % 2) for k in range(1, 9)]  # the mask bits pull the raw EV's top 16 bits
     sc, req, rsp, region = requester_pair(t, iut=dict(evs=raws, ev_format=[16, 16], ev_fields=[

@@ -237,7 +237,9 @@ CTL_MUTANTS = [
     Mutant("bind-ignores-profile-id", "a QP whose profiles cannot be bound is bound to profiles 1 instead",
            hooks=_on({"create_qp"}, _bind_any), trigger=_t("create_qp")),
     Mutant("fills-unpopulated-evs", "an explicit EV array starts filled with made-up EVs, not unpopulated",
-           hooks=_on({"modify_ev_profile"}, _fills_unpopulated), trigger=_t("modify_ev_profile")),
+           hooks=_on({"modify_ev_profile"}, _fills_unpopulated), trigger=_t("modify_ev_profile"),
+           # a case that builds an explicit array fails at its first REPLACE_EV of an unpopulated entry
+           collateral=("controller.*",)),
     Mutant("all-copies-ignored", "REPLACE_EV ignores MRC_CTL_EV_OP_F_ALL_COPIES (one copy replaced)",
            hooks=_on({"ev_op"}, _all_copies_ignored), trigger=_t("ev_op")),
     Mutant("ev-array-truncated", "QUERY_EV_ARRAY with too small an array truncates it instead of E2BIG",
