@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from mrc.api import QpCap
 from mrc.ctl import (
-    CcProfileAttr, CcProfileAttrMask, CtlAttrOpt, CtlEv, EpRequest, EvField, EvFieldsOp, EvFieldsOpArgs, EvFmtMode,
+    CC_NS_KEYS, CcProfileAttr, CcProfileAttrMask, CtlAttrOpt, CtlEv, EpRequest, EvField, EvFieldsOp, EvFieldsOpArgs, EvFmtMode,
     EvOp, EvOpArgs, EvOpEntry, EvOpFlags, EvProfileAttr, EvProfileAttrMask, EvState, PortAdminState, PortAttr,
     ProfileState,
 )
@@ -132,6 +132,8 @@ class ReferenceCtl:
             if key in a:
                 mask |= bit
                 setattr(attr, key, a[key])
+        if isinstance(attr.cc_config, dict):  # the C struct's names (ns) -> the controller's, the unit in the name
+            attr.cc_config = {(k + "_ns" if k in CC_NS_KEYS else k): v for k, v in attr.cc_config.items()}
         self.dev.ctl.modify_cc_profile(int(a["profile_id"]), attr, mask)
 
     def _ctl_query_cc_profile(self, a, now):

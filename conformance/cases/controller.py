@@ -72,7 +72,7 @@ def _expansion(t):
                 "capped at 179, no packet carries an EV whose T0 field is 180-255, and every EV is an expansion "
                 "of the fields.",
       failure="a generated EV has a field outside its range (or is not an expansion of the fields)",
-      network="lossless", mutants=["ev-fields-ignored", "ev-halves-swapped"], needs=["ev_fields"])
+      network="lossless", mutants=["ev-fields-ignored", "ev-halves-swapped", "sticky-ev"], needs=["ev_fields"])
 def _gen_ranges(t):
     sc, req, rsp, region = requester_pair(t, iut=dict(ev_gen_count=32, ev_format=FORMAT, ev_fields=FIELDS,
                                                       ev_active=32, mtu=1024))
