@@ -260,6 +260,9 @@ class Session:
     async def op_ep_responses(self, req):
         return {"answers": [[a.req_id, a.port, a.rtt_ns] for a in self._ep(req).ep.ep_responses()]}
 
+    async def op_ctl(self, req):
+        return {"answer": self._ep(req).ep.ctl(str(req["call"]), dict(req.get("args") or {}), int(req["now"]))}
+
     async def op_close(self, req):
         pe = self.eps.pop(int(req["ep"]), None)
         if pe is not None:

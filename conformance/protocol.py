@@ -45,6 +45,7 @@ set_port_state     ep, port, up, now                              (feature port_
 cc_state           ep -> [cc {cwnd, ...}]                          (feature cc_query)
 ev_probe           ep, req_id, ev, port, now                      (feature ep_probe)
 ep_responses       ep -> [answers [[req_id, port, rtt_ns], ...]]   (feature ep_probe)
+ctl                ep, call, args, now -> [answer]                (feature ctl: adapter.CTL_CALLS)
 close              ep
 bye                (the peer closes the connection)
 =================  ========================================================================

@@ -69,6 +69,21 @@ rack                     true                        RACK loss detection (ours; 
 rto_retire               true                        an RTO retires every EV with data in flight
                                                      (ours; false: the oldest packet's EV only)
 trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
+svc_time                 false                       responder service time in SACKs and NACKs, taken
+                                                     off RTT samples (mrc.h SVC_TIME, "enabled by
+                                                     default when supported", as the library's QPs
+                                                     have it; off here so that the published runs
+                                                     stay as they were: docs/protocol.md)
+mpr_budget               0 (static MPR)              dynamic MPR (mrc.h DYNAMIC_MPR) on every QP: the
+                                                     responder QPs of a host receiving a message
+                                                     share this many units of 128 PSNs, each
+                                                     advertising max(1, budget / receiving) <= mpr
+                                                     (ours: the MRC algorithm is not public)
+qp_hint                  "none"                      "auto": each QP gets the hint an application
+                                                     that knows its traffic would give (QPs from its
+                                                     source and to its destination starting while
+                                                     it does), NSCC starting at that share of the
+                                                     window (extension; docs/protocol.md)
 cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
 base_rtt_us              the fabric's longest path   NSCC base RTT (the CC profile's, notes 7.2)
@@ -217,6 +232,9 @@ def parse(t: Table, topo, v: Variant) -> dict:
         rack=t.bool("rack", True),
         rto_retire=t.bool("rto_retire", True),
         trim_nack=t.bool("trim_nack", True),
+        svc_time=t.bool("svc_time", False),
+        mpr_budget=t.int("mpr_budget", 0, lo=0, hi=1 << 20),
+        qp_hint=t.choice("qp_hint", ("none", "auto"), "none"),
         cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
         base_rtt_us=t.num("base_rtt_us", rtt / US, lo=0, lo_open=True),
@@ -314,8 +332,9 @@ def memory(topo, flows: np.ndarray, p: dict) -> int:
             + rows * (window * (D.TX.itemsize + D.RX.itemsize) + D.WR.itemsize) + 4096 * D.EVT.itemsize)
     cap = 4 * nf + 4096  # controller requests: at most two per (host, peer) pair each way, plus 4096
     ends = (2 * npair + H) * (ST.EP.itemsize + 4 * P * mrcqp.N_NX * 2) + n_qp * 6 * 8  # ep, mrc_next; pin, rngs, ...
+    budget = (H * 8 + n_qp) if p["mpr_budget"] > 0 else 0  # mrc_rx_active, mrc_rx_on
     return (core + ends + H * mrcctl.HC.itemsize + cap * (mrcctl.CQ.itemsize + 4)
-            + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8)
+            + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8 + budget)
 
 
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
@@ -387,6 +406,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt, trimming=bool(sw.trim))
     core_setup.write_cc(T, 0, cc)
 
+    ideal = ideal_ps(topo, flows, p, sw, cfg_switch_latency_ps, ev_vals, ev_planes, req[pair], planes_used)
+
     # QP attributes: validated once, then written to every row
     attrs = dict(mtu=mtu, mpr=mpr, mpr_dest=mpr, timeout=p["timeout"], retry_linear=p["retry_linear"],
                  retry_exp=p["retry_exp"], ev_active_target=p["ev_active_target"],
@@ -400,7 +421,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
                  rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
-                 trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
+                 trim_nack_dest=int(p["trim_nack"]), svc_time_report=int(p["svc_time"]),
+                 svc_time_peer=int(p["svc_time"]), dynamic_mpr=int(p["mpr_budget"] > 0),
+                 ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
                  reps_reuse=p["reps_reuse"], reps_per_psn=int(p["reps_per_psn"]),
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
     if n_qp:
@@ -434,7 +457,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         qp["rng"][:n_qp] = rngs
         qp["state"][:n_qp] = D.QPS_RESET
         qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
-
+        if p["qp_hint"] == "auto":
+            qp["hint_share"][req] = auto_hint_share(flows, firsts, ideal)
     # engine-side tables
     mp = np.zeros(1, mrcqp.MP)
     mp[0]["n_qp"] = n_qp
@@ -445,6 +469,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     mp[0]["ctl_retries"] = p["ctl_retries"]
     mp[0]["ctl_probe"] = int(round(p["ctl_probe_us"] * US))
     mp[0]["ctl_probe_ok"] = p["ctl_probe_successes"]
+    mp[0]["mpr_budget"] = p["mpr_budget"]
+    mp[0]["mpr_max"] = mpr
     host = np.zeros(H, mrcctl.HC)
     host["deadline"] = ST.NEVER
     host["local_ports"] = (1 << P) - 1
@@ -459,19 +485,59 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     s[mrcctl.MS_FREE_N] = cap
     hdr = header_sizes()
 
-    # ideal FCTs over the first EV of each flow's profile
-    ideal = np.zeros(nf, np.int64)
-    if nf:
-        data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
-        sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
-        _ideal(F, fsrc, fdst, ev_vals[req[pair], 0].astype(np.int64), ev_planes[req[pair], 0].astype(np.int64),
-               p["entropy"] == "hashed", sizes, mtu, planes_used, data_hdr, sack, sw.framing_bytes,
-               cfg_switch_latency_ps, ideal)
+    budget = p["mpr_budget"] > 0
     fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
               "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL),
               "mrc_next": np.full((len(ep) * P, mrcqp.N_NX), -1, np.int64),
-              "mrc_rows": np.stack([T.qp["tx_row"][:n_qp], T.qp["rx_row"][:n_qp]], axis=1).astype(np.int32)}
+              "mrc_rows": np.stack([T.qp["tx_row"][:n_qp], T.qp["rx_row"][:n_qp]], axis=1).astype(np.int32),
+              "mrc_rx_active": np.zeros(H if budget else 0, np.int64),
+              "mrc_rx_on": np.zeros(n_qp if budget else 0, np.uint8)}
     return ep, fields, ideal
+
+
+def ideal_ps(topo, flows, p, sw, cfg_switch_latency_ps, ev_vals, ev_planes, req_of_flow, planes_used) -> np.ndarray:
+    """Each flow's FCT alone on the idle fabric (ps), over the first EV of its QP's profile (its hashed route with
+    entropy="hashed")."""
+    nf = len(flows)
+    ideal = np.zeros(nf, np.int64)
+    if nf:
+        hdr = header_sizes()
+        data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
+        sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
+        _ideal(topo.arrays, flows["src"].astype(np.int64), flows["dst"].astype(np.int64),
+               ev_vals[req_of_flow, 0].astype(np.int64), ev_planes[req_of_flow, 0].astype(np.int64),
+               p["entropy"] == "hashed", flows["size"].astype(np.int64), p["mtu"], planes_used,
+               data_hdr, sack, sw.framing_bytes, cfg_switch_latency_ps, ideal)
+    return ideal
+
+
+def _overlapping(host: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per flow: the flows of the same `host` running when it starts (start <= its start < end; itself included)."""
+    times, inv = np.unique(np.concatenate([start, end]), return_inverse=True)
+    m = len(times) + 1
+    s_rank, e_rank = inv[:len(start)], inv[len(start):]
+    base = host.astype(np.int64) * m
+    starts = np.sort(base + s_rank)
+    ends = np.sort(base + e_rank)
+    at = base + s_rank
+    return (np.searchsorted(starts, at, "right") - np.searchsorted(ends, at, "right")).astype(np.int64)
+
+
+def auto_hint_share(flows: np.ndarray, firsts: np.ndarray, ideal: np.ndarray) -> np.ndarray:
+    """``qp_hint = "auto"``: the QP hint of each pair's requester (`mrc.core.setup.hint_share`) as an application
+    that knows its traffic gives it, from its first flow: ``num_qps_per_peer x num_send_peers`` = the flows
+    from its source host running when it starts (a flow runs from its start for its ideal FCT),
+    ``num_remote_recv_peers`` = those to its destination host; the share is the larger, at most 65535. A flow
+    started by another's completion (``start`` -1: a collective's later steps) has no start to compare:
+    it counts for no other and gets no hint (1)."""
+    start = flows["start"].astype(np.int64)
+    timed = start >= 0
+    share = np.ones(len(flows), np.int64)
+    if timed.any():
+        s = start[timed]
+        e = s + np.maximum(ideal[timed], 1)
+        share[timed] = np.maximum(_overlapping(flows["src"][timed], s, e), _overlapping(flows["dst"][timed], s, e))
+    return np.minimum(share[firsts], 65535).astype(np.uint16)
 
 
 def empty() -> dict:
@@ -480,7 +546,8 @@ def empty() -> dict:
     return {"core": T, "mrc_p": np.zeros(0, mrcqp.MP), "mrc_hdr": np.zeros(256, np.int32),
             "mrc_host": np.zeros(0, mrcctl.HC), "mrc_ctl": np.zeros(0, mrcctl.CQ), "mrc_free": np.zeros(0, np.int32),
             "mrc_s": np.zeros(mrcctl.N_MS, np.int64), "mrc_evlog": np.zeros(0, mrcqp.EVL),
-            "mrc_next": np.zeros((0, mrcqp.N_NX), np.int64), "mrc_rows": np.zeros((0, 2), np.int32)}
+            "mrc_next": np.zeros((0, mrcqp.N_NX), np.int64), "mrc_rows": np.zeros((0, 2), np.int32),
+            "mrc_rx_active": np.zeros(0, np.int64), "mrc_rx_on": np.zeros(0, np.uint8)}
 
 
 def collect(T) -> dict:

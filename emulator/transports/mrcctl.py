@@ -168,6 +168,8 @@ def tx_next(E, F, T, ep, now, port, pkt):
     hd["port_status_mask"] = C[r]["mask"] if psu else T.mrc_host[h]["local_ports"]
     hd["ts"] = 1
     hd["tx_timestamp"] = (now // 8000) & 0xFFFF
+    if hd["opcode"] == OP_MRC_ENDPOINT_RESPONSE:
+        hd["svc_time"] = CP.service_time_ns(C, r, now)
     hd["ev"] = ev
     size = T.mrc_hdr[hd["opcode"]]
     pkt_new(E, pkt, h, d, ctl_ep(T, d), -1, plane, size, ST.CLS_CTRL, ST.ECN_NOT_ECT, mp["dscp_ctrl"], now)
@@ -207,7 +209,7 @@ def on_rx(E, F, T, ep, pkt, now):
                 E.ep[qp]["planes"] = evset.plane_mask(core, qp)
                 wake(E, qp)
         _counted(E, CP.respond(T.mrc_ctl, T.mrc_host, T.mrc_free, T.mrc_s, h, src, op, hd["req_id"], np.int64(hd["ev"]),
-                               hd["port"], mp["dscp_ctrl"], hd["tx_timestamp"]))
+                               hd["port"], mp["dscp_ctrl"], hd["tx_timestamp"], now))
         return
     if hd["opcode"] != OP_MRC_ENDPOINT_RESPONSE:
         return

@@ -194,6 +194,26 @@ def find_slot(T, i, ev_value):
 
 
 @njit_core
+def find_answered_slot(T, i, ev_value):
+    """The slot a probe answer (a SACK with pr = 1) reflecting `ev_value` is for. When the value sits in
+    several slots (an EV listed twice in an explicit array, or one value on two ports: mrc_ctl.h names an
+    EV by value and port), the one whose probe waits for this answer: an ASSUMED_BAD EV's, the reliability
+    probe's or the reverse-EV probe's; otherwise the first (`find_slot`). With unique values: `find_slot`."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    first = -1
+    for k in range(i64(q["n_ev"])):
+        if row[k]["ev"] != ev_value or row[k]["state"] == D.EV_UNUSED:
+            continue
+        if (row[k]["state"] == D.EV_ASSUMED_BAD and row[k]["probe_outstanding"]) or k == q["rel_probe_slot"] \
+                or k == q["rev_probe_slot"]:
+            return k
+        if first < 0:
+            first = k
+    return first
+
+
+@njit_core
 def _report(T, i, k, state, now):
     q = T.qp[i]
     e = T.ev[q["ev_row"], k]

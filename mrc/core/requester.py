@@ -9,7 +9,8 @@
   address to the end of the message (our choice; MRC text not public), so
   every packet tells the responder the rest of its message's extent.
 - In flight: PSN span < min(mpr, peer mpr) x 128 and payload bytes <= cwnd
-  (at least one packet may always be in flight).
+  (at least one packet may always be in flight); the peer's MPR is the one its
+  latest SACK advertises, which dynamic MPR changes while the QP runs (`mpr`).
 - Retransmissions reuse the PSN, set BTH rtx, take a new EV, and use the
   retransmission DSCP.
 - The EV of every packet comes from the QP's selection policy

@@ -180,14 +180,26 @@ def test_on_plane_sets_the_plane_field_and_nothing_else(ev, plane, shift, width,
 def test_answers_go_on_the_request_plane_or_its_twin_when_that_port_is_down():
     C, H, free, s = CP.allocate(1, 4, 2)
     T = _core()
-    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 1, 26, 0x3333)
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 1, 26, 0x3333, 0)
     assert C[r]["mask"] == 0b11 and C[r]["echo_ts"] == 0x3333 and C[r]["tc"] == 26
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (-1, -1)  # plane 1 is up: the answer waits for it
     H[0]["local_ports"] = 0b01
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (r, 0x0023)  # plane field (4 bits at 8) set to 0
     assert CP.sent(C, H, free, s, 0, r, 0, 0, 0) == CP.K_EVP_RSP and int(s[CP.S_FREE_N]) == 4
-    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0)
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0, 0)
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0) == (-1, -1)  # no plane field known: its own plane only
+
+
+def test_an_answer_reports_how_long_it_waited_and_the_requester_takes_it_off():
+    """mrc_ctl.h ``mrc_ctl_ep_rsp.adj_svc_time``: "Non-zero if rtt has been adjusted for responder service time"."""
+    C, H, free, s = CP.allocate(1, 4, 2)
+    T = _core()
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 0, 26, 0x3333, 5_000_000)  # arrives at 5 us
+    assert CP.pick(C, H, free, s, T, 0, 0, 7_250_999, 0, 0) == (r, 0x0123)
+    assert CP.service_time_ns(C, r, 7_250_999) == 2250  # it left 2.25 us later
+    assert CP.adjusted_rtt_ns(9000, 2250) == (6750, True)
+    assert CP.adjusted_rtt_ns(9000, 0) == (9000, False)  # nothing reported: the RTT as measured
+    assert CP.adjusted_rtt_ns(9000, 9001) == (9000, False)  # longer than the round trip: not believed
 
 
 def test_an_application_request_is_matched_by_op_peer_and_req_id_and_dropped_at_its_deadline():
@@ -217,11 +229,11 @@ def test_a_full_table_drops_new_requests_and_says_so():
     C, H, free, s = tabs = CP.allocate(1, 2, 2)
     T = _core()
     assert CP.request_psu(C, H, free, s, 0, 1, 0, 1) >= 0
-    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0) >= 0
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0, 0) >= 0
     before = _snapshot(tabs)
     assert CP.request_psu(C, H, free, s, 0, 2, 0, 1) == CP.DROPPED
     assert CP.request_probe(C, H, free, s, T, 0, 1, 0, 0, 0, 100) == CP.DROPPED
-    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 2, 1, 0, 0, 0) == CP.DROPPED
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 2, 1, 0, 0, 0, 0) == CP.DROPPED
     assert CP.request_user(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0, 10) == CP.DROPPED
     assert _unchanged(before, tabs)
 
@@ -258,7 +270,7 @@ def test_any_sequence_keeps_the_table_consistent_and_bounded(steps):
         elif what == "user":
             CP.request_user(C, H, free, s, h, a, CP.EP_PROBE if c & 1 else CP.EP_PSU, a, a, b, 0, 0, now + 200)
         elif what == "respond":
-            CP.respond(C, H, free, s, h, a, CP.EP_PROBE, a, 0x100 * b, b, 0, 0)
+            CP.respond(C, H, free, s, h, a, CP.EP_PROBE, a, 0x100 * b, b, 0, 0, 0)
         elif what == "pick":
             r, _ = CP.pick(C, H, free, s, T, h, a & 1, now, 8, 1)
             if r >= 0:

@@ -100,7 +100,7 @@ def test_a_blackholed_ev_goes_assumed_bad_and_the_transfer_completes():
     async def main():
         net = fake_net()
         da, db = devices(seed=4)
-        hole = da.ctl.query_ev_array(1)[3]["ev"]
+        hole = da.ctl.ev_table(1)[3]["value"]
         async with trio.open_nursery() as nursery:
             route = LossyRoute(net, nursery, seed=4)
 
