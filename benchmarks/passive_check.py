@@ -77,10 +77,11 @@ def main(argv=None) -> int:
             return 2
         doc = json.loads(stdout)
         cpu = use.ru_utime + use.ru_stime
-        n = int(doc["packets"])
+        n = int(doc["packets"]["records"])  # records read (a packet seen at several ports is several records)
         print(f"mrc conformance check: {n:,} packets, {cpu:.1f} s of CPU ({n / cpu:,.0f} packets per CPU second), "
               f"{wall:.1f} s wall, peak RSS {use.ru_maxrss / 1024:.0f} MB, "
               f"{len(doc['violations'])} violations, exit {child.returncode}; load average {os.getloadavg()[0]:.1f}")
+        print(f"  records: {doc['packets']}; check's own timer {doc['seconds']} s; QP conversations {len(doc['qps'])}")
         return 0
     finally:
         if not a.keep:
