@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from mrc.units import MS, US
 
 from tests.api.test_liveness import never_silent, run_checked, spoof
-from tests.twodevices import RTS, TwoDevices, explicit_evs
+from tests.twodevices import RTS, TwoDevices, ctl_evs
 
 MTU = 4096
 BOUND = 50 * MS
@@ -69,7 +69,7 @@ class HostilePeers(RuleBasedStateMachine):
     @rule(on_a=st.booleans(), k=st.integers(0, EV_COUNT - 1), state=st.sampled_from(["GOOD", "ASSUMED_BAD", "DENIED"]))
     def ev_state(self, on_a, k, state):
         dev = self.env.a if on_a else self.env.b
-        dev.ctl.modify_ev_state(1, explicit_evs(0 if on_a else 1, EV_COUNT)[k], state, now=self.env.net.now)
+        dev.ctl.modify_ev_state(1, ctl_evs(0 if on_a else 1, EV_COUNT)[k], state, now=self.env.net.now)
 
     @rule(loss=st.sampled_from([0.0, 0.05, 0.5, 1.0]))
     def losses(self, loss):
