@@ -51,15 +51,14 @@ error code, wire flags, EV mode, headers with reserved bits set (bit k: `HEADERS
 destination address ids (`Addresses`), IP length."""
 
 # Reserved bits, as masks over each header's bytes (mrc-public-notes 2.4 header tables; IBTA: reserved fields are
-# sent as 0). The scapy layers name the same bits ``resv*`` (BTH also ``r`` and ``tver``);
-# tests/conformance/test_passive_wire.py derives these masks from them and compares.
+# sent as 0). The scapy layers name the same bits ``resv*`` (BTH also ``r`` and ``tver``).
 HEADERS = ["BTH"] + [name for name, _, _ in ORDER]
 _MASKS: dict[str, dict[int, int]] = {
     "BTH": {1: 0x0F, 4: 0x3F, 8: 0x4F},  # tver; resv6 after FECN / BECN; r (bit 6) and resv4
     "TSETH": {2: 0x7F, 3: 0xF0},  # tsr 1 | rsvd 11 | ftype 4
-    "SETH": {1: 0x17, 12: 0xFF},  # prologue resv1, resv3; the byte before cack_psn
+    "SETH": {1: 0x17},  # prologue resv1, resv3 (the byte before cack_psn is svc_time, mrc.h SVC_TIME)
     "CC_STATE": {2: 0x80},  # the bit before ooo_count
-    "NETH": {1: 0x17, 12: 0xFF, 17: 0xFF},
+    "NETH": {1: 0x17, 17: 0xFF},  # byte 12 is svc_time, as in SETH
     "PETH": {1: 0x17, 2: 0xFF, 6: 0xFF, 7: 0xFF, 14: 0x7F, 15: 0xF0},
     "ERTH": {0: 0x3F, 8: 0xFF, 9: 0xFF, 10: 0xFF, 11: 0xFF, 14: 0x7F, 15: 0xF0},
     "EETH": {0: 0x3F, 14: 0x7F, 15: 0xF0, **{k: 0xFF for k in range(16, 36)}},

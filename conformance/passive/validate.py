@@ -29,6 +29,14 @@ _CC = "the congestion window is not on the wire: how much is in flight follows i
 _TIMING = "timer values are configuration: when a retransmission or probe is due is not on the wire"
 _REACTION = ("how the requester reacts to a NACK or a SACK field (retransmit, stop, fail the QP, skip an EV) is "
              "local or policy; its packets stay consistent")
+_CTL = ("a controller call's answer (mrc_ctl.h): what the call returns, refuses or sets in a profile is not on the "
+        "wire")
+_CTL_MUTANTS = ("ev-profile-defaults", "profile-any-transition", "ebusy-not-reported", "bind-ignores-profile-id",
+                "all-copies-ignored", "ev-array-truncated", "ev-op-continues-after-error", "both-ops-accepted",
+                "ranges-on-explicit", "min-active-unchecked", "unknown-ev-ignored", "ev-named-by-expansion",
+                "online-replace-refused", "ev-cq-overruns", "drop-count-zero", "admin-disable-shown-up",
+                "cc-unknown-algorithm-accepted", "cc-null-refused", "cc-online-config-refused", "no-rsp-timeout",
+                "device-port-mask-up-ports", "ev-count-align-zero")
 UNSEEN = {
     "ev-halves-swapped": "EVs swapped on the wire are other valid EVs, reflected consistently; the EV profile is not on "
                          "the wire",
@@ -111,6 +119,11 @@ UNSEEN = {
     "ep-probe-wrong-ev": "which EV the controller asked the probe to take is " + _LOCAL.split(":")[0],
     "ep-rsp-any-id": "how the requester matches answers to its probes is local",
     "ignores-port-down": "a local port going down is a local event",
+    **{name: _CTL for name in _CTL_MUTANTS},
+    "fills-unpopulated-evs": _CTL + "; the made-up EVs it then uses are other valid EVs (" + _EV + ")",
+    "req-tc-ignored": "the traffic class asked of ep_batch_send is the controller's argument: the request is a valid "
+                      "control packet in either class",
+    "svc-time-ignored": "how the controller uses an endpoint response's svc_time (its RTT sample) is local",
 }
 
 
