@@ -91,8 +91,9 @@ class Params:
     saturated_min: float = 0.03  # marks + trims per packet on its paths from which, when comparable paths are loaded
     # (congestion_min) and lose packets too, losses a trickle beside its marks (congestion_ratio) are congestion drops
     # even when they exceed the comparable paths': such drops come in bursts, the binomial test does not apply
-    burst_loss_ratio: float = 10.0  # ... as long as its share of packets lost is under this many times theirs (a
-    # gray or dead link on a saturated path loses tens of times more; 4x overload's bursts 2.5-5x, localize_eval)
+    burst_loss_ratio: float = 20.0  # ... as long as its share of packets lost is under this many times theirs (at
+    # least 0.5 loss over their packets: few comparable packets prove little). localize_eval: a gray or dead link
+    # on a saturated path loses 36-180x its neighbours; 4x overload's bursts 2.5-4.7x, an incast's host link 10.6x
     stuck_us: float = 250.0  # a path still ASSUMED_BAD this long after its last bad event is stuck: probes fail (the
     # core probes an ASSUMED_BAD EV every 100 us, `ev_probe_interval_ps`; a gray loss lets the first probe through)
     outage_share: float = 0.5  # a burst of bad events is an outage when it takes this share of the element's bad
@@ -190,8 +191,8 @@ def load_verdict(load: Load | None, p: "Params") -> str | None:
     as comparable ones (its queues are fuller) or when they lose no more than comparable paths that are themselves
     loaded (congestion everywhere); losses well above the comparable paths' (``loss_ratio`` times, and unlikely as
     noise at ``alpha``) on paths no fuller than theirs are a fault, whatever the load around, unless its queues are
-    saturated (``saturated_min``), the comparable paths loaded and losing packets too (its loss rate under
-    ``burst_loss_ratio`` times theirs) and its losses a trickle beside its marks and trims (``congestion_ratio``):
+    saturated (``saturated_min``), the comparable paths loaded, its loss rate under ``burst_loss_ratio`` times
+    theirs (floored at 0.5 loss) and its losses a trickle beside its marks and trims (``congestion_ratio``):
     congestion drops, which come in bursts. Full queues with excess
     losses are a slow link (`degraded`) when the link stands out among its parallel links, else congestion (an
     incast at a host's link, a hot switch). Without anything to compare to, losses a trickle beside marks and trims
@@ -210,13 +211,13 @@ def load_verdict(load: Load | None, p: "Params") -> str | None:
     if excess:
         if full:
             return "degraded" if load.outlier else "congestion"
-        # its queues full, those around loaded and losing packets too, its losses a trickle beside its marks and
-        # trims: congestion drops (they come in bursts, so more here than on comparable paths by chance: one plane
-        # of a host's links under 4x overload). Where the comparable paths lose nothing, load does not explain the
-        # losses (a gray link under a permutation: trimming keeps congestion lossless)
-        saturated = m_e >= p.saturated_min and m_c >= p.congestion_min and load.c_losses > 0 and \
-            load.losses / load.tx < p.burst_loss_ratio * load.c_losses / load.c_tx and \
-            load.sig >= p.congestion_ratio * load.losses
+        # its queues full, those around loaded, its losses a trickle beside its marks and trims and within
+        # burst_loss_ratio of the comparable paths' (their rate floored at 0.5 loss): congestion drops, which come in
+        # bursts, so more here than on comparable paths by chance (one plane of a host's links under 4x overload or
+        # an incast). Where many comparable packets lose nothing (trimming keeps congestion lossless), a gray link's
+        # losses stand far above the floor
+        saturated = m_e >= p.saturated_min and m_c >= p.congestion_min and \
+            load.losses / load.tx < p.burst_loss_ratio * rate and load.sig >= p.congestion_ratio * load.losses
         return "congestion" if saturated else None
     return "congestion" if max(m_e, m_c) >= p.congestion_min else None
 

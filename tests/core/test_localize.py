@@ -232,8 +232,11 @@ def test_uniform_overload_blames_nothing():
 def test_load_verdict_weighs_losses_and_marks_against_comparable_paths():
     p = CL.Params()
     base = dict(c_sig=1000.0, c_losses=10.0, c_tx=10000.0, compared="pairs", outlier=False)
-    # losses 10x the comparable paths', marks alike: a fault (the outage timing decides)
-    assert CL.load_verdict(CL.Load(sig=100.0, losses=10.0, tx=1000.0, **base), p) is None
+    # losses 30x the comparable paths', marks alike: a fault (the outage timing decides)
+    assert CL.load_verdict(CL.Load(sig=100.0, losses=30.0, tx=1000.0, **base), p) is None
+    # ... as are losses 10x theirs on paths whose queues are not saturated (2 % marks: the binomial test decides)
+    calm = dict(c_sig=200.0, c_losses=10.0, c_tx=10000.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=20.0, losses=10.0, tx=1000.0, **calm), p) is None
     # losses alike, marks alike and the comparable paths loaded: congestion everywhere
     assert CL.load_verdict(CL.Load(sig=100.0, losses=1.0, tx=1000.0, **base), p) == "congestion"
     # excess losses with fuller queues: congestion, or a slow link when it stands out among its parallel links
@@ -254,8 +257,11 @@ def test_load_verdict_weighs_losses_and_marks_against_comparable_paths():
     # ... but 36x the comparable paths' losses is a fault on the same saturated path (a gray link at 0.1 %)
     gray = dict(c_sig=11800.0, c_losses=3.0, c_tx=108042.0, compared="pairs", outlier=False)
     assert CL.load_verdict(CL.Load(sig=675.0, losses=13.0, tx=12742.0, **gray), p) is None
-    # ... and so are the same losses where the comparable paths lose nothing, or not a trickle beside the marks
+    # ... and so are the same losses where many comparable packets lose nothing (28x the floor of 0.5 loss), or
+    # losses not a trickle beside the marks; an incast's host link (10.6x the floor over 1101 packets) is congestion
     assert CL.load_verdict(CL.Load(sig=1204.0, losses=19.0, tx=13744.0, **{**overload, "c_losses": 0.0}), p) is None
+    incast = dict(c_sig=317.0, c_losses=0.0, c_tx=1101.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=1691.0, losses=20.0, tx=4130.0, **incast), p) == "congestion"
     assert CL.load_verdict(CL.Load(sig=150.0, losses=19.0, tx=1374.0, **overload), p) is None
     # below saturated_min (3 % marks + trims per packet) the binomial test decides alone
     assert CL.load_verdict(CL.Load(sig=300.0, losses=19.0, tx=13744.0, **overload), p) is None
