@@ -55,8 +55,8 @@ def test_a_native_transfer_captured_at_both_hosts_passes_clean(fab, tmp_path, fa
     caps = {h: tmp_path / f"{h}.pcapng" for h in ("h0", "h3")}
     procs = [_capture(fab, h, path) for h, path in caps.items()]
     try:
-        extra = ("--fail-link", "p0.t0.0:u1", "--fail-at-ms", "100", "--restore-at-ms", "400") if fail else ()
-        r = _transfer("--src", "h0", "--dst", "h3", "--bytes", "8M", *extra)
+        extra = ("--fail-link", "p0.t0.0:u1", "--fail-at-ms", "20", "--restore-at-ms", "300") if fail else ()
+        r = _transfer("--src", "h0", "--dst", "h3", "--bytes", "32M" if fail else "8M", *extra)  # still running at 20 ms
         assert r["verified"], r.get("error")
         time.sleep(0.5)
     finally:
@@ -70,5 +70,6 @@ def test_a_native_transfer_captured_at_both_hosts_passes_clean(fab, tmp_path, fa
         # both directions of the transfer's QP pair are in each host's capture, every plane
         judged = [fr for fr in res.flows if (fr.flow.kind == 0).any()]
         assert judged and all(fr.flow.view.complete for fr in judged), host
-        if fail:
-            assert sum(fr.retransmissions for fr in res.flows) > 0
+        if fail and host == "h0":
+            # the sender's capture sees a lost packet and its resend; the receiver's sees the resend alone
+            assert sum(fr.retransmissions for fr in res.flows) > 0, host
