@@ -76,18 +76,26 @@ class DscpTable:
         """Whether a switch may trim a packet with this DSCP (data and retransmission classes)."""
         return self.class_of(dscp) in (DscpClass.DATA, DscpClass.RETX)
 
-    @functools.cached_property
+    @property
     def classes(self) -> np.ndarray:
         """uint8[64]: DSCP -> `DscpClass` (UNKNOWN for unnamed code points), for compiled code.
 
-        Built once per table (the table is frozen) and read-only, so every decode shares it.
+        One read-only array per set of code points, shared by every table with those values: a copied
+        or unpickled table (a deep-copied config, a Dask worker's) gives the same read-only array, so
+        every decode passes the same array type and numba compiles the decoder once.
         """
-        a = np.full(64, int(DscpClass.UNKNOWN), dtype=np.uint8)
-        for cls in (DscpClass.DATA, DscpClass.RETX, DscpClass.CONTROL, DscpClass.TRIMMED,
-                    DscpClass.TRIMMED_LASTHOP, DscpClass.NO_TRIM):
-            a[self.dscp_of(cls)] = int(cls)
-        a.flags.writeable = False
-        return a
+        return _classes(self.data, self.retx, self.control, self.trimmed, self.trimmed_lasthop, self.no_trim)
+
+
+@functools.lru_cache(maxsize=64)
+def _classes(data: int, retx: int, control: int, trimmed: int, trimmed_lasthop: int, no_trim: int) -> np.ndarray:
+    a = np.full(64, int(DscpClass.UNKNOWN), dtype=np.uint8)
+    for cls, v in ((DscpClass.DATA, data), (DscpClass.RETX, retx), (DscpClass.CONTROL, control),
+                   (DscpClass.TRIMMED, trimmed), (DscpClass.TRIMMED_LASTHOP, trimmed_lasthop),
+                   (DscpClass.NO_TRIM, no_trim)):
+        a[int(v)] = int(cls)
+    a.flags.writeable = False
+    return a
 
 
 DEFAULT_DSCP = DscpTable()

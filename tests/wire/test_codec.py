@@ -212,3 +212,18 @@ def test_every_python_entry_point_shares_one_compiled_variant_of_encode_and_deco
         codec.decode_untrusted(x)
     assert len(decode_packet.signatures) == 1, decode_packet.signatures
     assert len(encode_checked.signatures) == 1, encode_checked.signatures
+
+def test_a_copied_or_unpickled_dscp_table_gives_the_same_read_only_classes():
+    """A deep-copied config (scenario loading copies its dict) or an unpickled one (a Dask worker's) used to
+    carry a writable copy of `DscpTable.classes`: a second array type, so numba compiled `decode_packet` again
+    (seconds) and the one-variant test above failed in the full run after `mrc pcap decode` of an emulator run."""
+    import copy
+    import pickle
+
+    from mrc.wire.dscp import DscpTable
+
+    t = DscpTable(data=10, retx=11)
+    for other in (copy.deepcopy(t), pickle.loads(pickle.dumps(t)), DscpTable(data=10, retx=11)):
+        assert other.classes is t.classes
+        assert not other.classes.flags.writeable
+    assert t.classes is not DscpTable().classes and int(t.classes[10]) == int(DscpTable().classes[DscpTable().data])
