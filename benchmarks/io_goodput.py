@@ -28,7 +28,8 @@ import time
 import trio
 
 from mrc.cli import build_parser
-from mrc.io.cli import parse_size, run_from_args
+from mrc.io.build import parse_size
+from mrc.io.cli import run_from_args
 
 
 def categorise(filename: str, name: str) -> str:

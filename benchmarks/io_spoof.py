@@ -28,7 +28,8 @@ import trio
 
 from mrc.cli import build_parser
 from mrc.io import endpoint
-from mrc.io.cli import parse_size, run_from_args
+from mrc.io.build import parse_size
+from mrc.io.cli import run_from_args
 from mrc.testing.flood import KINDS, flood
 
 PORTS = (47911, 47912, 47913, 47914)  # requester port 1, 2; responder port 1, 2

@@ -13,17 +13,16 @@ from __future__ import annotations
 import argparse
 import base64
 import collections
-import socket
 import sys
 
 import trio
 
 from .adapter import EndpointConfig
 from .protocol import BANNER, PROTOCOL, LineReader, ProtocolError, digest, dumps, loads
+from .udp import udp_socket
 
 IO_TIMEOUT_S = 10.0  # an absolute limit on every wait
 RX_WAIT_S = 0.5  # how long an "rx" request waits for its datagrams before reporting them missing
-UDP_BUFFER = 4 << 20
 MAX_UNCLAIMED = 65536  # datagrams an endpoint keeps before an "rx" claims them ...
 MAX_UNCLAIMED_BYTES = 64 << 20  # ... and their bytes: beyond either, the oldest is dropped and counted
 
@@ -35,17 +34,6 @@ MAX_CONTROL_LINE = 16 << 20  # bytes of one request line (a base64 write of seve
 MAX_ENDPOINTS = 16  # endpoints one connection has open at once
 MAX_REGIONS = 256  # memory regions one connection has registered at once ...
 MAX_REGION_BYTES = 256 << 20  # ... and their bytes (the suite's largest is a few MB)
-
-
-def udp_socket(host: str):
-    """A trio UDP socket with large buffers (best effort: the kernel may cap them; loss is repaired by resend)."""
-    s = trio.socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    for opt in (socket.SO_RCVBUF, socket.SO_SNDBUF):
-        try:
-            s.setsockopt(socket.SOL_SOCKET, opt, UDP_BUFFER)
-        except OSError:
-            pass
-    return s
 
 
 class PeerEndpoint:

@@ -25,8 +25,8 @@ from mrc.errors import MRCError
 
 from .adapter import (FEATURES, Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, ProbeAnswer, Region,
                       check_features)
-from .peer import udp_socket
 from .protocol import BANNER, PROTOCOL, LineReader, digest, dumps, loads
+from .udp import udp_socket
 
 IO_TIMEOUT_S = 10.0
 WAIT_S = 0.5  # how long to wait for a datagram before asking for it again

@@ -20,7 +20,7 @@ from mrc.emulator.ideal import fabric_best
 from mrc.emulator.scenario import Scenario
 from mrc.emulator.workloads import FlowSet
 from mrc.errors import ConfigError
-from mrc.units import US, serialization_ps
+from mrc.units import serialization_ps
 
 
 def ports_table(sc: Scenario) -> np.ndarray:
@@ -97,9 +97,9 @@ def engine(sc: Scenario, fs: FlowSet, ep: np.ndarray, rng_seed: int) -> ST.Engin
     flows = fs.flows
     timed = np.flatnonzero(flows["start"] >= 0)
     arr = timed[np.argsort(flows["start"][timed], kind="stable")].astype(np.int32)
-    end_ps = int(round(sc.end_us * US))
-    act = FA.expand(sc.failures, topo, end_ps, int(round(sc.switch.route_detect_us * US)),
-                    int(round(sc.switch.route_converge_us * US)), int(round(sc.metrics.reroute_window_us * US)))
+    end_ps = sc.end_ps
+    act = FA.expand(sc.failures, topo, end_ps, sc.switch.route_detect_ps, sc.switch.route_converge_ps,
+                    sc.metrics.reroute_window_ps)
     trace_flow = np.zeros(len(flows), np.int8)
     for f in sc.metrics.trace_flows:
         if f < len(flows):

@@ -174,10 +174,10 @@ def tables(cfg: CaptureConfig):
 
 
 def window_ps(cfg: CaptureConfig) -> tuple[int, int]:
-    from mrc.units import US
+    from mrc.units import ps_from_us
 
-    t0 = int(round(cfg.start_us * US))
-    t1 = int(ST.NEVER) if cfg.end_us is None else int(round(cfg.end_us * US))
+    t0 = ps_from_us(cfg.start_us)
+    t1 = int(ST.NEVER) if cfg.end_us is None else ps_from_us(cfg.end_us)
     return t0, t1
 
 

@@ -224,10 +224,10 @@ def cmd_compare(args) -> int:
 
 def cmd_localize(args) -> int:
     from mrc.ctl.localizer import Params
-    from mrc.emulator import localize
+    from mrc.emulator import localize, localize_dir
 
     kw = {k: v for k, v in (("min_pairs", args.min_pairs), ("window_us", args.window_us)) if v is not None}
-    rec = localize.from_dir(args.dir, Params(**kw).check())
+    rec = localize_dir.from_dir(args.dir, Params(**kw).check())
     if args.json:
         print(json.dumps(rec, indent=2))
         return 0

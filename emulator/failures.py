@@ -44,7 +44,6 @@ from mrc.emulator import nic
 from mrc.emulator import state as ST
 from mrc.emulator.port import flush, start_next
 from mrc.emulator.transports import dispatch as TP
-from mrc.units import US
 
 
 def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int, prewatch_ps: int = 0) -> np.ndarray:
@@ -71,14 +70,14 @@ def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int, prewat
             add(t + converge_ps, ST.A_RGLOB_UP, q, idx)
 
     for idx, f in enumerate(failures):
-        t0 = int(round(f.at_us * US))
+        t0 = f.at_ps
         if prewatch_ps > 0 and f.kind != "link-up":
             for q in f.ports:
                 add(max(t0 - prewatch_ps, 0), ST.A_PREWATCH, q, idx)
         add(t0, ST.A_MARK, -1, idx)
         for q in f.ports:
             add(t0, ST.A_WATCH, q, idx)
-        dur = None if f.duration_us is None else int(round(f.duration_us * US))
+        dur = f.duration_ps
         if f.kind in ("link-down", "nic-port-down", "switch-reboot"):
             down(t0, f.ports, idx)
             if dur is not None:
@@ -86,9 +85,9 @@ def expand(failures, topo, end_ps: int, detect_ps: int, converge_ps: int, prewat
         elif f.kind == "link-up":
             up(t0, f.ports, idx)
         elif f.kind == "flap":
-            period = int(round(f.period_us * US))
-            dwn = int(round(f.down_us * US))
-            until = end_ps if f.until_us is None else int(round(f.until_us * US))
+            period = f.period_ps
+            dwn = f.down_ps
+            until = end_ps if f.until_ps is None else f.until_ps
             t = t0
             while t < until and t <= end_ps:
                 down(t, f.ports, idx)

@@ -190,25 +190,25 @@ def check_fabric(spec, max_memory: int | None) -> Estimate:
 
 
 def series_samples(sc) -> int:
-    """Rows of the time series the run will sample (`sim.auto_sample_us`; open-ended runs double the interval
-    every `sim.ADAPT_EVERY` samples, so they stay a few thousand rows long)."""
-    from mrc.emulator import sim
+    """Rows of the time series the run will sample (`sampling.auto_sample_us`; open-ended runs double the
+    interval every `sampling.ADAPT_EVERY` samples, so they stay a few thousand rows long)."""
+    from mrc.emulator import sampling
 
-    interval = sim.auto_sample_us(sc)
+    interval = sampling.auto_sample_us(sc)
     n = sc.end_us / interval
     if sc.metrics.sample_us is None and sc.duration_us is None:
         k = 0
-        while n > sim.ADAPT_EVERY:  # each doubling: ADAPT_EVERY rows cover ADAPT_EVERY intervals
-            n = (n - sim.ADAPT_EVERY) / 2
+        while n > sampling.ADAPT_EVERY:  # each doubling: ADAPT_EVERY rows cover ADAPT_EVERY intervals
+            n = (n - sampling.ADAPT_EVERY) / 2
             k += 1
-        return int((k + 1) * sim.ADAPT_EVERY)
+        return int((k + 1) * sampling.ADAPT_EVERY)
     return int(math.ceil(n)) + 1
 
 
 def run_parts(sc, flows: np.ndarray) -> Estimate:
     """Every part of the run's memory: the fabric's, plus flows, transport, pool, trace, capture, series."""
     from mrc.emulator import state as ST
-    from mrc.emulator.sim import GROUPS
+    from mrc.emulator.sampling import GROUPS
     from mrc.wire.records import PKT
 
     from mrc.emulator import coldstart

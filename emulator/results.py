@@ -44,7 +44,7 @@ import numpy as np
 from mrc.core import dtypes as D
 from mrc.emulator import capture, metrics, plots, training_metrics
 from mrc.emulator import state as ST
-from mrc.emulator.sim import GROUPS
+from mrc.emulator.sampling import GROUPS
 
 
 def _clean(v):

@@ -21,6 +21,20 @@ import numpy as np
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
 
+# (link tier, direction) -> group name of the utilisation / queue series
+GROUPS = {(0, 0): "host_up", (0, 1): "t0_down", (1, 0): "t0_up", (1, 1): "t1_down", (2, 0): "t1_up",
+          (2, 1): "t2_down"}
+ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
+
+
+def auto_sample_us(sc) -> float:
+    """The interval between samples of the time series, in us, for scenario `sc`."""
+    if sc.metrics.sample_us is not None:
+        return sc.metrics.sample_us
+    if sc.duration_us is not None:
+        return max(1.0, min(10.0, sc.duration_us / 100)) if sc.duration_us <= 10_000 else sc.duration_us / 1000
+    return 10.0
+
 
 class PortCells:
     """Per cell of ports (``cell[port]``, -1: none): the sum and maximum of their utilisation since the last

@@ -41,10 +41,30 @@ from mrc.emulator.keys import Table, host_list, toml_value
 from mrc.emulator.workloads import generators
 from mrc.errors import ConfigError
 from mrc.fabric import Topology, resolve
+from mrc.units import ps_from_us
 from mrc.wire.dscp import DscpTable
 
 DEFAULT_CAP_US = 1_000_000.0
 FAILURE_KINDS = ("link-down", "link-up", "flap", "gray-loss", "degrade", "nic-port-down", "switch-reboot")
+
+
+def _times_in_ps(cfg) -> None:
+    """Set every ``<name>_ps`` field of a frozen config from its ``<name>_us`` (None stays None): the one
+    conversion of the scenario's times, rounded to the nearest ps (`mrc.units.ps_from_us`)."""
+    for f in dataclasses.fields(cfg):
+        if f.name.endswith("_ps") and not f.init:
+            us = getattr(cfg, f.name[:-3] + "_us")
+            object.__setattr__(cfg, f.name, None if us is None else ps_from_us(us))
+
+
+def times_in_ps(params: dict) -> dict:
+    """`params` (a transport's) plus ``<name>_ps`` for every number ``<name>_us``, converted as `_times_in_ps`:
+    the transports' set-up reads times in ps only."""
+    out = dict(params)
+    for k, v in params.items():
+        if k.endswith("_us") and isinstance(v, (int, float)) and not isinstance(v, bool):
+            out[k[:-3] + "_ps"] = ps_from_us(v)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +89,11 @@ class SwitchConfig:
     route_converge_us: float
     mtu_bytes: int
     dscp: DscpTable
+    route_detect_ps: int = dataclasses.field(init=False)  # the two above in ps (`_times_in_ps`)
+    route_converge_ps: int = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        _times_in_ps(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +119,15 @@ class Failure:
     probability: float = 0.0
     rate_fraction: float = 1.0
     scale_queue: bool = True  # degrade: scale the ports' queue limit and ECN thresholds with the rate (htsim)
+    # the times above in ps (`_times_in_ps`): what the engine's failure actions are built from
+    at_ps: int = dataclasses.field(init=False)
+    duration_ps: int | None = dataclasses.field(init=False)
+    period_ps: int | None = dataclasses.field(init=False)
+    down_ps: int | None = dataclasses.field(init=False)
+    until_ps: int | None = dataclasses.field(init=False)
+
+    def __post_init__(self):
+        _times_in_ps(self)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +141,11 @@ class Metrics:
     recovery_pct: float = 10.0
     flow_series: tuple[int, ...] = ()  # flows whose transport state is sampled (the transport's `flow_series`)
     baseline: str = "auto"  # training / trace jobs with failures: "auto" (run the failure-free twin), "none", or a
-    # results directory of the failure-free run (`training_metrics.baseline`)
+    # results directory of the failure-free run (`sim.baseline`)
+    reroute_window_ps: int = dataclasses.field(init=False)  # reroute_window_us in ps (`_times_in_ps`)
+
+    def __post_init__(self):
+        _times_in_ps(self)
 
 
 @dataclasses.dataclass
@@ -140,6 +178,11 @@ class Scenario:
     @property
     def end_us(self) -> float:
         return self.duration_us if self.duration_us is not None else DEFAULT_CAP_US
+
+    @property
+    def end_ps(self) -> int:
+        """The run's end (`end_us`) in ps."""
+        return ps_from_us(self.end_us)
 
 
 # ---------------------------------------------------------------- loading
@@ -262,7 +305,7 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     tt = top.table("transport")
     tname = tt.str("name")
     tmod = transports.get(tname)
-    tparams = tmod.parse(tt, topo)
+    tparams = times_in_ps(tmod.parse(tt, topo))
     tt.done()
     sw = parse_switch(top.table("switch", {}), topo, tmod.switch_defaults(tparams))
     tmod.check_switch(tparams, sw)

@@ -24,14 +24,11 @@ from mrc.emulator import build, engine, localize, memory, sampling, workloads
 from mrc.emulator import events as EVT
 from mrc.emulator import state as ST
 from mrc.emulator.pool import RESERVE
+from mrc.emulator.sampling import ADAPT_EVERY, GROUPS, auto_sample_us
 from mrc.emulator.scenario import Scenario
-from mrc.errors import MRCError
-from mrc.units import US
-
-# (link tier, direction) -> group name of the utilisation / queue series
-GROUPS = {(0, 0): "host_up", (0, 1): "t0_down", (1, 0): "t0_up", (1, 1): "t1_down", (2, 0): "t1_up",
-          (2, 1): "t2_down"}
-
+from mrc.emulator.scenario import parse as parse_scenario
+from mrc.errors import ConfigError, MRCError
+from mrc.units import US, ps_from_us
 
 @dataclasses.dataclass
 class RunData:
@@ -52,22 +49,11 @@ class RunData:
     plane_samples: dict = dataclasses.field(default_factory=dict)  # `PlaneSampler.columns` (planes.csv)
     jobs: dict = dataclasses.field(default_factory=dict)  # training / trace jobs: index -> `training.JobGraph`
     trig_fired: np.ndarray = None  # each trigger's firing time (-1: never)
-    baseline: list | None = None  # training / trace jobs of the failure-free twin (`training_metrics.baseline`)
+    baseline: list | None = None  # training / trace jobs of the failure-free twin (`baseline`)
 
 
 class RunTimeout(MRCError):
     """A run passed its wall-time limit (`Simulation.run`'s ``deadline``)."""
-
-
-ADAPT_EVERY = 2000  # without duration_us or sample_us, the interval doubles every this many samples
-
-
-def auto_sample_us(sc: Scenario) -> float:
-    if sc.metrics.sample_us is not None:
-        return sc.metrics.sample_us
-    if sc.duration_us is not None:
-        return max(1.0, min(10.0, sc.duration_us / 100)) if sc.duration_us <= 10_000 else sc.duration_us / 1000
-    return 10.0
 
 
 class Sampler:
@@ -234,8 +220,8 @@ class Simulation:
         it (checked between chunks of the compiled loop, at most `engine.chunk_events` events apart)."""
         sc = self.sc
         E, F, T = self.E, self.F, self.T
-        end_ps = int(round(sc.end_us * US))
-        sample_ps = max(1, int(round(auto_sample_us(sc) * US)))
+        end_ps = sc.end_ps
+        sample_ps = max(1, ps_from_us(auto_sample_us(sc)))
         adaptive = sc.metrics.sample_us is None and sc.duration_us is None
         n_samples = 0
         reserve = 64 + 2 * self.flowset.max_fanout
@@ -318,10 +304,32 @@ class Simulation:
             jobs=self.flowset.jobs, trig_fired=E.trig["t_fired"].copy(),
         )
         if data.jobs and sc.failures:
-            from mrc.emulator import training_metrics
-
-            data.baseline = training_metrics.baseline(sc, progress)
+            data.baseline = baseline(sc, progress)
         return data
+
+
+def baseline(sc: Scenario, progress: bool = False) -> list | None:
+    """The jobs' figures in the failure-free run (``[metrics] baseline``): "auto" runs the scenario again without
+    its failures (same seed, so the same compute times and placement); a directory reads that run's
+    ``training_hosts.csv``; "none": no baseline (no waste figures)."""
+    import pathlib
+
+    from mrc.emulator import training_metrics as TM
+
+    how = sc.metrics.baseline
+    if how == "none":
+        return None
+    if how == "auto":
+        data = dict(sc.data)
+        data.pop("failures", None)
+        data["metrics"] = {**data.get("metrics", {}), "baseline": "none", "plots": False}
+        twin = parse_scenario(data, sc.name, sc.base_dir)
+        return TM.jobs(Simulation(twin).run(progress=progress))
+    path = pathlib.Path(how) / TM.HOSTS_CSV
+    if not path.is_file():
+        raise ConfigError("metrics.baseline", how, f"no {TM.HOSTS_CSV} there: give the results directory of the "
+                          "failure-free run of this scenario, \"auto\" or \"none\"")
+    return TM.read_hosts(path, sc)
 
 
 def _failure_records(sc: Scenario, P) -> list:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mrc.units import US
+from mrc.units import US, ps_from_us
 
 
 def host_ends(jg, t_fired: np.ndarray, end_ps: int) -> np.ndarray:
@@ -81,7 +81,7 @@ def jobs(run) -> list[dict]:
     """Figures of every training / trace job of a run (`sim.RunData`); internal arrays under ``_`` keys."""
     if not run.jobs:
         return []
-    end_ps = int(round(run.sim["sim_time_us"] * US))
+    end_ps = ps_from_us(run.sim["sim_time_us"])
     out = []
     for j, jg in sorted(run.jobs.items()):
         d = job(jg, run.trig_fired, end_ps)
@@ -91,31 +91,6 @@ def jobs(run) -> list[dict]:
 
 
 HOSTS_CSV = "training_hosts.csv"
-
-
-def baseline(sc, progress: bool = False) -> list | None:
-    """The jobs' figures in the failure-free run (``[metrics] baseline``): "auto" runs the scenario again without
-    its failures (same seed, so the same compute times and placement); a directory reads that run's
-    ``training_hosts.csv``; "none": no baseline (no waste figures)."""
-    import pathlib
-
-    from mrc.emulator import scenario, sim
-    from mrc.errors import ConfigError
-
-    how = sc.metrics.baseline
-    if how == "none":
-        return None
-    if how == "auto":
-        data = dict(sc.data)
-        data.pop("failures", None)
-        data["metrics"] = {**data.get("metrics", {}), "baseline": "none", "plots": False}
-        twin = scenario.parse(data, sc.name, sc.base_dir)
-        return jobs(sim.Simulation(twin).run(progress=progress))
-    path = pathlib.Path(how) / HOSTS_CSV
-    if not path.is_file():
-        raise ConfigError("metrics.baseline", how, f"no {HOSTS_CSV} there: give the results directory of the "
-                          "failure-free run of this scenario, \"auto\" or \"none\"")
-    return read_hosts(path, sc)
 
 
 def hosts_columns(run_jobs: list) -> dict:

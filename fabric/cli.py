@@ -133,7 +133,7 @@ SUBCOMMANDS = [
     ("presets", _register_presets),
     ("show", _register_show),
     ("routes", _register_routes),
-    ("netns", "mrc.fabric.netns:register_cli"),
+    ("netns", "mrc.fabric.netns_cli:register"),
 ]
 
 

@@ -34,7 +34,6 @@ the functions raise `MRCError` saying so.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import json
 import os
@@ -45,22 +44,20 @@ import struct
 import subprocess
 from dataclasses import dataclass
 
-from mrc.errors import MRCError, UsageError
+import numpy as np
+
+from mrc.errors import UsageError
 from mrc.fabric import address as AD
 from mrc.fabric.build import HOST
+from mrc.fabric.reverse import evs_through_link
 from mrc.fabric.tables import ifname
+from mrc.io.netns import NETNS_DIR, NetnsError, inside  # noqa: F401  (NetnsError: this module's error too)
 
 DEFAULT_PREFIX = "mrc-"
 DEFAULT_MTU = 9000
 STATE_DIR = pathlib.Path("/run/mrc-netns")
-NETNS_DIR = pathlib.Path("/run/netns")
-CLONE_NEWNET = 0x40000000
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 SYSCTLS = ("net/ipv6/conf/all/forwarding", "net/ipv6/conf/default/forwarding")
-
-
-class NetnsError(MRCError):
-    """A namespace operation failed (not root, no `ip`, an `ip` command refused)."""
 
 
 # ---------------------------------------------------------------- privileges and plumbing
@@ -95,46 +92,6 @@ def namespaces(prefix: str = DEFAULT_PREFIX) -> list[str]:
     if not NETNS_DIR.is_dir():
         return []
     return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix))
-
-
-_libc = None
-
-
-def _setns(fd: int) -> None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    if _libc.setns(fd, CLONE_NEWNET) != 0:
-        err = ctypes.get_errno()
-        raise NetnsError(f"setns failed: {os.strerror(err)} (needs CAP_SYS_ADMIN)")
-
-
-@contextlib.contextmanager
-def inside(ns: str | None):
-    """Run the block with the calling thread in namespace `ns` (None: stay where we are).
-
-    Sockets created inside stay in `ns` for their whole life, so one process can
-    own endpoints on several hosts of the fabric.
-    """
-    if ns is None:
-        yield
-        return
-    path = NETNS_DIR / ns
-    if not path.exists():
-        raise NetnsError(f"network namespace {ns!r} does not exist (is the fabric up? `mrc fabric netns up`)")
-    home = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        target = os.open(path, os.O_RDONLY)
-        try:
-            _setns(target)
-        finally:
-            os.close(target)
-        try:
-            yield
-        finally:
-            _setns(home)
-    finally:
-        os.close(home)
 
 
 def _links(ns: str) -> dict[str, str]:
@@ -211,6 +168,18 @@ class NetnsFabric:
                     return q
         raise UsageError(f"link = {text!r}: give NODE:IFNAME (e.g. p0.t0.0:u1, h0:nic1; interfaces are nic<p>, "
                          f"d<i>, u<j>) or a port id 0..{t.n_ports - 1}")
+
+    def link_down(self, port: int) -> str:
+        """Take the link of `port` down (`link_down`): what `mrc.io.transfer`'s failure plan calls."""
+        return link_down(self, port)
+
+    def link_up(self, port: int) -> str:
+        """Bring the link of `port` back (`link_up`)."""
+        return link_up(self, port)
+
+    def evs_through_link(self, port: int, src: int, dst: int | None = None) -> np.ndarray:
+        """EVs from `src` (to `dst`) whose path crosses the link of `port` (`mrc.fabric.evs_through_link`)."""
+        return evs_through_link(self.topo, port, src, dst)
 
     def node_lines(self, node: int) -> list[str]:
         """Everything `node` installs, as `ip -6` batch lines (idempotent: replace)."""
@@ -365,10 +334,3 @@ def status(prefix: str = DEFAULT_PREFIX) -> dict:
                 down_links.append(f"{ns[len(fab.prefix):]}:{dev}")
     return {"prefix": fab.prefix, "source": fab.source, "mtu": fab.mtu, "namespaces": namespaces(prefix),
             "expected": len(fab.all_ns), "links_down": down_links}
-
-
-def register_cli(sub) -> None:
-    """Add the ``netns`` group to ``mrc fabric`` (called by `mrc.fabric.cli`; the commands are in `netns_cli`)."""
-    from mrc.fabric.netns_cli import register
-
-    register(sub)

@@ -308,7 +308,7 @@ def window_of(topo, sizes: np.ndarray, p: dict) -> dict:
     # the QP's largest window: NSCC's max_cwnd (1.5 BDP of the planes it uses) or the fixed window
     link = int(topo.port[0]["rate"])
     planes_used = 1 if p["ev_policy"] == "ONE" else topo.n_planes
-    base_rtt = int(round(p["base_rtt_us"] * US))
+    base_rtt = p["base_rtt_ps"]
     bdp = planes_used * link * base_rtt // (8 * 10**12)
     max_window = p["cc_window_bytes"] or max(3 * bdp // 2, mtu)
     want = p["mpr"] if p["mpr"] is not None else auto_mpr(max_window, mtu)
@@ -412,12 +412,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     attrs = dict(mtu=mtu, mpr=mpr, mpr_dest=mpr, timeout=p["timeout"], retry_linear=p["retry_linear"],
                  retry_exp=p["retry_exp"], ev_active_target=p["ev_active_target"],
                  ack_every_pkts=p["ack_every_pkts"], ack_every_bytes=p["ack_every_bytes"],
-                 ack_delay_ps=int(round(p["ack_delay_us"] * US)), always_skip_marks=p["always_skip_marks"],
-                 reorder_window_ps=int(round(p["reorder_window_us"] * US)),
-                 ev_first_probe_ps=int(round(p["ev_first_probe_us"] * US)),
-                 ev_probe_interval_ps=int(round(p["ev_probe_interval_us"] * US)),
+                 ack_delay_ps=p["ack_delay_ps"], always_skip_marks=p["always_skip_marks"],
+                 reorder_window_ps=p["reorder_window_ps"],
+                 ev_first_probe_ps=p["ev_first_probe_ps"],
+                 ev_probe_interval_ps=p["ev_probe_interval_ps"],
                  probe_successes=p["probe_successes"],
-                 rev_probe_interval_ps=int(round(p["rev_probe_interval_us"] * US)),
+                 rev_probe_interval_ps=p["rev_probe_interval_ps"],
                  rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
                  rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
@@ -425,7 +425,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  svc_time_peer=int(p["svc_time"]), dynamic_mpr=int(p["mpr_budget"] > 0),
                  ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
                  reps_reuse=p["reps_reuse"], reps_per_psn=int(p["reps_per_psn"]),
-                 reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
+                 reps_explore=p["reps_explore"], reps_freeze_ps=p["reps_freeze_ps"])
     if n_qp:
         emin = int(n_ev[:n_qp].min())
         if p["ev_min_active"] is not None and p["ev_min_active"] > emin:
@@ -465,9 +465,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     mp[0]["mtu"] = mtu
     mp[0]["fwd"] = {"srv6": ST.FWD_SRV6, "ecmp": ST.FWD_ECMP, "ar": ST.FWD_AR}[p["forwarding"]]
     mp[0]["dscp_ctrl"] = sw.dscp.control
-    mp[0]["ctl_timeout"] = int(round(p["ctl_timeout_us"] * US))
+    mp[0]["ctl_timeout"] = p["ctl_timeout_ps"]
     mp[0]["ctl_retries"] = p["ctl_retries"]
-    mp[0]["ctl_probe"] = int(round(p["ctl_probe_us"] * US))
+    mp[0]["ctl_probe"] = p["ctl_probe_ps"]
     mp[0]["ctl_probe_ok"] = p["ctl_probe_successes"]
     mp[0]["mpr_budget"] = p["mpr_budget"]
     mp[0]["mpr_max"] = mpr

@@ -64,7 +64,7 @@ from mrc.emulator.transports import dcqcn_profiles, pairs, roce
 from mrc.emulator.transports.dispatch import TP_ROCE
 from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_carrier, ev_route
-from mrc.units import US, serialization_ps
+from mrc.units import serialization_ps
 
 NAME = "roce-ecmp"
 DESCRIPTION = "RoCEv2 RC: one ECMP path per QP, go-back-N, DCQCN; lossless (PFC) or lossy"
@@ -272,12 +272,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     rp = np.zeros(1, roce.RP)
     line = int(topo.port[0]["rate"])
     rp[0] = np.array((
-        p["mtu"], p["ack_every"], int(round(p["rto_us"] * US)), int(round(p["rto_max_us"] * US)),
+        p["mtu"], p["ack_every"], p["rto_ps"], p["rto_max_ps"],
         p["retry_cnt"], p["window"], int(p["dcqcn"]),
         line, int(p["dcqcn_min_rate_mbps"] * 1e6), int(p["dcqcn_rai_mbps"] * 1e6), int(p["dcqcn_rhai_mbps"] * 1e6),
-        p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, int(round(p["dcqcn_alpha_us"] * US))),
-        int(round(p["dcqcn_dec_us"] * US)), int(round(p["dcqcn_inc_us"] * US)), p["dcqcn_f"], p["dcqcn_bc_bytes"],
-        int(p["dcqcn_clamp_tgt_rate"]), int(p["dcqcn_clamp_after_time_inc"]), int(round(p["cnp_interval_us"] * US)),
+        p["dcqcn_g"], p["dcqcn_alpha_init"], max(1, p["dcqcn_alpha_ps"]),
+        p["dcqcn_dec_ps"], p["dcqcn_inc_ps"], p["dcqcn_f"], p["dcqcn_bc_bytes"],
+        int(p["dcqcn_clamp_tgt_rate"]), int(p["dcqcn_clamp_after_time_inc"]), p["cnp_interval_ps"],
         sw.framing_bytes, sw.dscp.data if p["trimmable"] else sw.dscp.no_trim, sw.dscp.control, fwd,
     ), dtype=roce.RP)
     return ep, {"roce": R, "roce_p": rp}, ideal

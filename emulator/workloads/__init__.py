@@ -21,7 +21,7 @@ import numpy as np
 
 from mrc.emulator import state as ST
 from mrc.errors import ConfigError
-from mrc.units import US
+from mrc.units import ps_from_us
 
 
 @dataclasses.dataclass
@@ -74,7 +74,7 @@ class Builder:
         connection ``conn`` (`connection`) if given, else on a QP pair of its own."""
         if src == dst:
             raise ValueError("flow from a host to itself")
-        start = -1 if start_us is None else int(round(start_us * US))
+        start = -1 if start_us is None else ps_from_us(start_us)
         for c, v in zip(self.COLUMNS, (int(src), int(dst), int(size), start, job, coll, cm_id, trigger, send_trig,
                                        recv_trig, int(delay_ps), int(conn))):
             self.cols[c].append(v)

@@ -39,6 +39,7 @@ import pathlib
 
 import numpy as np
 
+from mrc.emulator import scenarios
 from mrc.emulator.keys import Table
 from mrc.emulator.workloads import cm as CM
 from mrc.emulator.workloads import trace, training
@@ -122,7 +123,7 @@ def parse(t: Table, kind: str, n: int, duration_us: float | None, base_dir: path
                 "max_flows": t.int("max_flows", None, lo=1) if t.has("max_flows") else None}
     if kind == "cm":
         f = t.str("file")
-        path = resolve_cm(f, base_dir, t.key("file"))
+        path = scenarios.find_file(f, base_dir, t.key("file"))
         m = CM.load(path)
         if m.nodes > n:
             raise ConfigError(t.key("file"), f, f"the matrix has {m.nodes} nodes, the job {n} hosts")
@@ -133,25 +134,6 @@ def parse(t: Table, kind: str, n: int, duration_us: float | None, base_dir: path
     if kind == "trace":
         return trace.parse_keys(t, n, base_dir)
     raise ConfigError(t.key("kind"), kind, f"must be one of {', '.join(KINDS)}")
-
-
-def resolve_cm(name: str, base_dir, key: str) -> pathlib.Path:
-    from mrc.emulator import scenarios
-
-    cands = []
-    p = pathlib.Path(name)
-    if p.is_absolute():
-        cands.append(p)
-    else:
-        if base_dir is not None:
-            cands.append(pathlib.Path(base_dir) / p)
-        cands.append(pathlib.Path.cwd() / p)
-        cands.append(scenarios.DIR / p.name)
-    for c in cands:
-        if c.is_file():
-            return c
-    raise ConfigError(key, name, "no such file (looked next to the scenario, in the current directory and in "
-                      "the scenario library)")
 
 
 def poisson_gap_us(p: dict, topo) -> float:

@@ -30,11 +30,12 @@ import pathlib
 
 import numpy as np
 
+from mrc.emulator import scenarios
 from mrc.emulator.keys import Table
 from mrc.emulator.workloads import collectives as CO
 from mrc.emulator.workloads.training import NCCL_CHUNK_BYTES, Group, JobGraph
 from mrc.errors import ConfigError
-from mrc.units import US
+from mrc.units import ps_from_us
 
 OPS = ("allreduce", "alltoall", "send")
 
@@ -174,10 +175,8 @@ def load(path, key: str = "workload.file") -> Trace:
 
 
 def parse_keys(t: Table, n: int, base_dir) -> dict:
-    from mrc.emulator.workloads.generators import resolve_cm
-
     f = t.str("file")
-    tr = load(resolve_cm(f, base_dir, t.key("file")), t.key("file"))
+    tr = load(scenarios.find_file(f, base_dir, t.key("file")), t.key("file"))
     if tr.hosts > n:
         raise ConfigError(t.key("file"), f, f"the trace has {tr.hosts} hosts, the job {n}")
     p = {"trace": tr, "start_us": t.num("start_us", 0.0, lo=0),
@@ -210,7 +209,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
 
     done: dict[int, int] = {}
     has_dep: set[int] = set()
-    start_ps = int(round(p["start_us"] * US))
+    start_ps = ps_from_us(p["start_us"])
     # earliest finish on an idle, infinitely fast fabric limited only by NIC bandwidth (the ideal)
     rate = float(topo.port[topo.nic_port(int(hosts[0]), 0)]["rate"]) * topo.n_planes
     finish_ideal: dict[int, tuple] = {}  # op -> (finish ps, compute ps on its critical path)
@@ -223,7 +222,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
             for d in o.after:
                 b.link(done[d], start)
                 has_dep.add(d)
-        delay = int(round(o.compute_us * US))
+        delay = ps_from_us(o.compute_us)
         c = len(b.collectives)
         if o.kind == "send":
             members = np.array([o.src, o.dst])

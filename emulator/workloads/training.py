@@ -49,7 +49,7 @@ import numpy as np
 from mrc.emulator.keys import Table
 from mrc.emulator.workloads import collectives as CO
 from mrc.errors import ConfigError
-from mrc.units import US
+from mrc.units import US, ps_from_us
 
 DIMS = ("tp", "ep", "dp", "pp")
 PLACEMENTS = ("contiguous", "rail", "random")
@@ -263,5 +263,5 @@ def generate(b, job, hosts: np.ndarray, topo, rng) -> JobGraph:
     # ideal: the slowest compute, then the most bytes a host sends at its NIC's full rate (the collectives'
     # bandwidth bound: 2 (m - 1) / m of the buffer for a ring all-reduce)
     ideal = comp.max(axis=0) + np.rint(sent.max(axis=0) * 8 / rate * 1e12).astype(np.int64)
-    return JobGraph("training", ranks, ready, int(round(p["start_us"] * US)), comp, sent, rate, groups,
+    return JobGraph("training", ranks, ready, ps_from_us(p["start_us"]), comp, sent, rate, groups,
                     [int(x) for x in slow], ideal)

@@ -16,26 +16,22 @@ from mrc.core import dtypes as D, setup
 from mrc.ctl import ev_fields
 from mrc.ctl.endpoint import EndpointMixin
 from mrc.ctl.evops import EvOpsMixin
-from mrc.ctl.evprofile import EvProfileMixin
+from mrc.ctl.evprofile import EV_MAX_COUNT, EV_MAX_PROFILES, EvProfileMixin
 from mrc.ctl.types import (
     EV_MAX_BYTES, CcNsccCfg, CcProfileAttr, CcProfileAttrMask, CtlAttrOpt, CtlCcAttr, CtlDeviceAttr, CtlEvAttr,
     CtlProtocolVersion, EvFmtField, EvFmtMode, EvFmtOp, EvFmtOpArgs, EvFmtProfileAttr, EvFmtProfileAttrMask, EvProfileMode,
-    EvState, ProfileState, check_cur_state, check_int, parse_enum, parse_vendor_cfg,
+    EvState, ProfileState, attr_from_keywords, check_cur_state, check_int, check_transition, parse_enum, parse_vendor_cfg,
 )
 from mrc.errors import E2BIG, EBUSY, EINVAL, ConfigError
 
 # The device's controller limits (mrc_ctl_device_attr). Profiles and EVs live in the controller's memory,
 # so these bound what one controller keeps; CC profiles also take a row of the core's CC table.
 EV_MAX_FMT_PROFILES = 256
-EV_MAX_PROFILES = 1024
-EV_MAX_COUNT = 1 << 20  # EVs over all EV profiles out of INIT
 CC_ALGORITHMS = ("uet-1.0-nscc", "fixed-window")  # mrc_ctl_device_attr.cc.algorithms; None disables CC
 # "fixed-window" (ours, a vendor algorithm as mrc_ctl.h allows): cwnd stays at CcNsccCfg.max_cwnd bytes
 CC_DISABLED_WINDOW = 1 << 50  # bytes: a window no QP reaches, so only MPR and max WIMM bound what is in flight
 CC_NS_KEYS = ("base_rtt", "adjust_period_threshold", "qa_threshold", "target_delay", "fast_increase_delay")
 PROFILE_IDS = (0, (1 << 64) - 1)  # profile ids are uint64_t
-TRANSITIONS = {ProfileState.INIT: {ProfileState.OFFLINE}, ProfileState.OFFLINE: {ProfileState.ONLINE, ProfileState.INIT},
-               ProfileState.ONLINE: {ProfileState.OFFLINE}}
 
 
 class _NotGiven:
@@ -73,38 +69,6 @@ class CcProfile:
     vendor_cfg: bytes = b""
     row: int = -1
     qps: set = field(default_factory=set)
-
-
-def check_transition(what: str, cur: ProfileState, target: ProfileState, requirements: dict) -> None:
-    """Refuse (EINVAL) a transition the state machine does not have, or one whose required attributes are unset."""
-    if target not in TRANSITIONS[cur]:
-        raise EINVAL(f"{what}: cannot go from {cur.name} to {target.name} (INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT)")
-    for attr, ok in requirements.get(target, {}).items():
-        if not ok:
-            raise EINVAL(f"{what}: {attr} is required to go {target.name}")
-
-
-def attr_from_keywords(cls, mask_cls, attr, attr_mask, keywords: dict, fields: dict):
-    """(attr, mask) of a modify call given either as the header's struct and mask, or as keywords (each keyword
-    given sets its mask bit). `fields` maps keyword -> (attr field, mask bit)."""
-    given = {k: v for k, v in keywords.items() if v is not None}
-    if attr is not None or attr_mask is not None:
-        if given:
-            raise EINVAL(f"give either attr and attr_mask or keywords, not both (keywords {sorted(given)})")
-        if not isinstance(attr, cls):
-            raise EINVAL(f"attr = {attr!r} must be a {cls.__name__}")
-        if not isinstance(attr_mask, (int, np.integer)) or isinstance(attr_mask, bool):
-            raise EINVAL(f"attr_mask = {attr_mask!r} must be an integer ({mask_cls.__name__} bits)")
-        unknown = int(attr_mask) & ~sum(int(m) for m in mask_cls)
-        if unknown:
-            raise EINVAL(f"attr_mask has unknown bits {unknown:#x} (not {mask_cls.__name__})")
-        return attr, mask_cls(int(attr_mask))
-    attr, mask = cls(), mask_cls(0)
-    for key, value in given.items():
-        name, bit = fields[key]
-        setattr(attr, name, value)
-        mask |= bit
-    return attr, mask
 
 
 class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):

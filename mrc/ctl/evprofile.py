@@ -34,7 +34,8 @@ from mrc.core import dispatch
 from mrc.ctl import ev_fields
 from mrc.ctl.types import (
     EV_UNPOPULATED, CtlEv, EvField, EvFieldsOp, EvFieldsOpArgs, EvFmtMode, EvOp, EvOpArgs, EvProfileAttr,
-    EvProfileAttrMask, EvProfileMode, EvState, ProfileState, check_cur_state, check_int, parse_enum, parse_vendor_cfg,
+    EvProfileAttrMask, EvProfileMode, EvState, ProfileState, attr_from_keywords, check_cur_state, check_int,
+    check_transition, parse_enum, parse_vendor_cfg,
 )
 from mrc.errors import E2BIG, EBUSY, EINVAL, ConfigError
 
@@ -43,6 +44,9 @@ QUERY_MASK = M.STATE | M.CUR_STATE | M.MODE | M.FMT_ID | M.COUNT | M.MIN_ACTIVE 
 ONLINE_FIXED = ((M.MODE, "MODE"), (M.FMT_ID, "FMT_ID"), (M.COUNT, "COUNT"), (M.MIN_ACTIVE, "MIN_ACTIVE"),
                 (M.VENDOR_CFG, "VENDOR_CFG"))
 TAG_LIMIT = 1 << 32
+# The device's EV-profile limits (mrc_ctl_device_attr; `Controller.query_device` reports them).
+EV_MAX_PROFILES = 1024
+EV_MAX_COUNT = 1 << 20  # EVs over all EV profiles out of INIT
 
 
 @dataclass
@@ -213,8 +217,6 @@ class EvProfileMixin:
         return attr
 
     def _ev_attr_args(self, attr, attr_mask, given: dict):
-        from mrc.ctl.controller import attr_from_keywords
-
         kw = {"state": ("profile_state", M.STATE), "mode": ("ev_mode", M.MODE), "fmt_id": ("ev_fmt_profile_id", M.FMT_ID),
               "count": ("ev_count", M.COUNT), "min_active": ("ev_min_active", M.MIN_ACTIVE),
               "event_mask": ("ev_event_mask", M.EVENT_MASK), "fields": ("ev_fields_op", M.EV_FIELDS_OP),
@@ -266,8 +268,6 @@ class EvProfileMixin:
             raise EINVAL(f"EV profile (format {p.fmt_id}): {e.problem}") from None
 
     def _check_ev_transition(self, what: str, p: EvProfile, new: EvProfile, target: ProfileState) -> None:
-        from mrc.ctl.controller import EV_MAX_COUNT, EV_MAX_PROFILES, check_transition
-
         needs = {"MODE": new.mode is not None, "COUNT": bool(new.count)}
         if new.mode is not None and new.mode != EvProfileMode.AUTO:
             needs["FMT_ID"] = new.fmt_id is not None

@@ -52,7 +52,7 @@ import numpy as np
 
 from mrc._jit import njit
 from mrc.core import dtypes as D
-from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
+from mrc.core.route import MAX_ROUTE_PORTS, ev_route
 
 EV_ASSUMED_BAD = int(D.EV_ASSUMED_BAD)
 EV_GOOD = int(D.EV_GOOD)

@@ -623,3 +623,40 @@ def parse_vendor_cfg(what: str, cfg, known) -> dict:
         except ValueError:
             raise EINVAL(f"{what}: vendor_cfg {key} = {value!r} is not a valid value") from None
     return out
+
+
+# The profile state machine of mrc_ctl.h, the same for EV format, EV and CC profiles.
+TRANSITIONS = {ProfileState.INIT: {ProfileState.OFFLINE}, ProfileState.OFFLINE: {ProfileState.ONLINE, ProfileState.INIT},
+               ProfileState.ONLINE: {ProfileState.OFFLINE}}
+
+
+def check_transition(what: str, cur: ProfileState, target: ProfileState, requirements: dict) -> None:
+    """Refuse (EINVAL) a transition the state machine does not have, or one whose required attributes are unset."""
+    if target not in TRANSITIONS[cur]:
+        raise EINVAL(f"{what}: cannot go from {cur.name} to {target.name} (INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT)")
+    for attr, ok in requirements.get(target, {}).items():
+        if not ok:
+            raise EINVAL(f"{what}: {attr} is required to go {target.name}")
+
+
+def attr_from_keywords(cls, mask_cls, attr, attr_mask, keywords: dict, fields: dict):
+    """(attr, mask) of a modify call given either as the header's struct and mask, or as keywords (each keyword
+    given sets its mask bit). `fields` maps keyword -> (attr field, mask bit)."""
+    given = {k: v for k, v in keywords.items() if v is not None}
+    if attr is not None or attr_mask is not None:
+        if given:
+            raise EINVAL(f"give either attr and attr_mask or keywords, not both (keywords {sorted(given)})")
+        if not isinstance(attr, cls):
+            raise EINVAL(f"attr = {attr!r} must be a {cls.__name__}")
+        if not isinstance(attr_mask, (int, np.integer)) or isinstance(attr_mask, bool):
+            raise EINVAL(f"attr_mask = {attr_mask!r} must be an integer ({mask_cls.__name__} bits)")
+        unknown = int(attr_mask) & ~sum(int(m) for m in mask_cls)
+        if unknown:
+            raise EINVAL(f"attr_mask has unknown bits {unknown:#x} (not {mask_cls.__name__})")
+        return attr, mask_cls(int(attr_mask))
+    attr, mask = cls(), mask_cls(0)
+    for key, value in given.items():
+        name, bit = fields[key]
+        setattr(attr, name, value)
+        mask |= bit
+    return attr, mask

@@ -20,6 +20,7 @@ import numpy as np
 import trio
 
 from mrc.errors import UsageError
+from mrc.io.build import build, transfer_options
 
 
 def parse_pairs(text: str, topo) -> list[tuple[int, int]]:
@@ -109,7 +110,6 @@ def localize_reports(topo, reports: list[dict], pairs, params=None) -> dict:
 
 async def run_several(args) -> dict:
     """Run ``mrc io transfer --pairs ...``: the transfers, the faults, the localisation."""
-    from mrc.io.cli import _build, transfer_options
     from mrc.io.endpoint import open_endpoint
     from mrc.io.transfer import run_transfer
 
@@ -124,7 +124,7 @@ async def run_several(args) -> dict:
     for src, dst in pairs:
         a = copy.copy(args)
         a.src, a.dst = fab.topo.node_name(src), fab.topo.node_name(dst)
-        built.append(_build(a))
+        built.append(build(a))
     fail_port = fab.parse_port(args.fail_link) if args.fail_link else None
     netem_port = fab.parse_port(args.netem_link) if args.netem_link else None
     if netem_port is not None and args.netem_loss is None:

@@ -27,16 +27,12 @@ import socket as _socket
 import numpy as np
 import trio
 
+from mrc.io.netns import inside
+
 MSG_TRUNC = 0x20  # Linux
 
 SOCKET_BUFFER = 8 << 20  # bytes asked for each socket's send and receive buffers, unless told otherwise
 SO_RCVBUFFORCE, SO_SNDBUFFORCE = 33, 32  # Linux: exceed rmem_max / wmem_max when privileged
-
-
-def _netns(ns):
-    from mrc.fabric.netns import inside
-
-    return inside(ns)
 
 
 class Datagram:
@@ -59,7 +55,7 @@ class Datagram:
 
     @classmethod
     def open(cls, family: int, kind: int = _socket.SOCK_DGRAM, proto: int = 0, *, netns: str | None = None):
-        with _netns(netns):
+        with inside(netns):
             return cls(trio.socket.socket(family, kind, proto))
 
     def setsockopt(self, level: int, opt: int, value) -> bool:

@@ -9,9 +9,10 @@ random buffer into the responder's registered region, keeping up to
 byte for byte.
 
 A failure plan takes one fabric link down at `fail_at` seconds after the
-first post and back up at `restore_at` (`mrc.fabric.netns.link_down` /
-`link_up`). The report then gives, per EV of the requester whose path crosses
-the link (`mrc.fabric.evs_through_link`): when it was declared ASSUMED_BAD,
+first post and back up at `restore_at` (the `link_down` / `link_up` of the
+fabric passed in, a `mrc.fabric.netns.NetnsFabric`). The report then gives, per
+EV of the requester whose path crosses the link (the fabric's
+`evs_through_link`): when it was declared ASSUMED_BAD,
 and the time from the failure to the last data packet sent on it (traffic
 steered away); after the restore, when EV probes brought it back to GOOD.
 The run waits for that (up to `settle_s`) before it ends. If the link is a
@@ -132,11 +133,9 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
                 events.append((ep.now(), side, e.value, e.state.name))
 
     async def inject(plan: FailurePlan):
-        from mrc.fabric import netns
-
         await trio.sleep_until(trio_time(t0) + plan.fail_at)
         host_side = _host_port_owner(fabric, plan.port, hosts, (ep_a, ep_b))
-        where = netns.link_down(fabric, plan.port)
+        where = fabric.link_down(plan.port)
         fail_info["t_down"] = ep_a.now()
         trace.down = True
         fail_info["where"] = where
@@ -148,7 +147,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
         await trio.sleep_until(trio_time(t0) + plan.restore_at)
         fail_info["t_up"] = ep_a.now()  # the link may forward from here on: measure from the start
         trace.down = False
-        await trio.to_thread.run_sync(netns.link_up, fabric, plan.port)
+        await trio.to_thread.run_sync(fabric.link_up, plan.port)
         fail_info["restore_ms"] = (ep_a.now() - fail_info["t_up"]) / 1e9
         if host_side is not None:
             host_side[0].device.set_port_state(host_side[1], True, now=host_side[0].now())
@@ -156,11 +155,9 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
 
     failed_evs: list[int] = []
     if failure is not None:
-        from mrc.fabric import evs_through_link
-
         if fabric is None or hosts is None:
             raise UsageError("a link failure needs the namespace fabric (native mode)")
-        failed_evs = sorted(int(e) for e in evs_through_link(fabric.topo, failure.port, hosts[0], hosts[1]))
+        failed_evs = sorted(int(e) for e in fabric.evs_through_link(failure.port, hosts[0], hosts[1]))
 
     with trio.move_on_after(opts.timeout_s) as budget, unwrapped():
         async with trio.open_nursery() as nursery:

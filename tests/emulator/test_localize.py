@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from mrc.emulator import localize, results
+from mrc.emulator import localize_dir, results
 from mrc.errors import ConfigError
 from tests.emulator.helpers import make, run
 
@@ -41,7 +41,7 @@ def test_offline_localisation_agrees_and_the_cli_prints_it(link_down, capsys):
     from mrc.cli import main
 
     r, s, out = link_down
-    rec = localize.from_dir(out)
+    rec = localize_dir.from_dir(out)
     assert rec["failures"][0]["element"] == s["localization"]["failures"][0]["element"]
     assert rec["failures"][0]["named_at_us"] == pytest.approx(s["localization"]["failures"][0]["named_at_us"])
     assert main(["emu", "localize", str(out)]) == 0
@@ -80,9 +80,9 @@ def test_from_dir_refuses_what_is_not_an_mrc_run(tmp_path):
     r, _, _ = run(make())
     results.write(r, tmp_path, plots_too=False)
     with pytest.raises(ConfigError) as e:
-        localize.from_dir(tmp_path)
+        localize_dir.from_dir(tmp_path)
     assert "ev_events.csv" in str(e.value)
     (tmp_path / "ev_events.csv").write_text("t_us,qp,flow,role,host,ev,plane,state,drop_count\n1,999,0,x,0,0,0,ASSUMED_BAD,0\n")
     with pytest.raises(ConfigError) as e:
-        localize.from_dir(tmp_path)
+        localize_dir.from_dir(tmp_path)
     assert "QP" in str(e.value)

@@ -5,16 +5,16 @@ from __future__ import annotations
 import pathlib
 
 from mrc.cli import build_parser
-from mrc.io.cli import _build
+from mrc.io.build import build
 
 DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "real-network.md"
 
 
 def test_id_seed_warns_that_it_is_for_tests_only(capsys):
-    _build(build_parser().parse_args(["io", "transfer", "--id-seed", "7"]))
+    build(build_parser().parse_args(["io", "transfer", "--id-seed", "7"]))
     err = capsys.readouterr().err
     assert "warning" in err and "for tests only" in err and "replayed" in err
-    _build(build_parser().parse_args(["io", "transfer"]))  # drawn from the CSPRNG: nothing to say
+    build(build_parser().parse_args(["io", "transfer"]))  # drawn from the CSPRNG: nothing to say
     assert capsys.readouterr().err == ""
 
 
