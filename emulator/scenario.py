@@ -22,6 +22,11 @@ until every flow ended, at most 1 s), and the tables:
 Every unknown key and every bad value raises `ConfigError` naming the key
 (``switch.queue_bytes``, ``workload[1].size_bytes``, ``failures[0].link``).
 `load` also applies ``--set key=value`` overrides (`apply_sets`).
+
+Times are given in microseconds and converted to integer picoseconds here, once (`mrc.units.ps_from_us`,
+rounded to the nearest ps): `Failure`, `SwitchConfig` and `Metrics` carry a ``<name>_ps`` beside each
+``<name>_us``, `Scenario.end_ps` is the run's end, and a transport's parameters a ``<name>_ps`` beside
+every number ``<name>_us`` (`times_in_ps`): the engine and the transports' set-up read only those.
 """
 from __future__ import annotations
 

@@ -92,6 +92,36 @@ from numba.core import config as _numba_config  # noqa: E402
 
 _numba_config.reload_config()
 
+
+def _load_cached_code_without_registries() -> None:
+    """Load a cached compiled function without first installing numba's compiler registries.
+
+    numba's cache refreshes the target context before every load (``Cache.load_overload``): the first
+    refresh of a process imports and installs every lowering and typing registry numba has (its
+    ``cpython``, ``np``, ``typed``, ``random`` implementations, third-party entry points), which machine
+    code read from the cache never uses: about 0.3 s of a warm start-up (docs/emulator.md, "Start-up").
+    Loaded code needs only the runtime (NRT) symbols, so the load initialises the runtime and nothing
+    else; a cache miss compiles as before (`numba.core.compiler.compile_extra` refreshes the context
+    itself). With another numba whose cache lacks these methods, its own load stays."""
+    from numba.core import caching
+    from numba.core.runtime import nrt
+
+    cache = caching.Cache
+    if not all(hasattr(cache, a) for a in ("load_overload", "_load_overload", "_guard_against_spurious_io_errors")):
+        return
+
+    def load_overload(self, sig, target_context):
+        nrt.rtsys.initialize(target_context)  # idempotent: the runtime's symbols and functions, once
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    load_overload.__doc__ = cache.load_overload.__doc__
+    cache.load_overload = load_overload
+
+
+if os.environ.get("NUMBA_DISABLE_JIT") != "1":
+    _load_cached_code_without_registries()
+
 OPTIONS = {"cache": True, "error_model": "numpy", "nogil": True}
 CORE_OPTIONS = {**OPTIONS, "_nrt": False}
 

@@ -97,10 +97,7 @@ class _NoScipy(importlib.abc.MetaPathFinder):
         return None
 
 
-def _skip_numba_blas_probe() -> None:
-    """numba's array module imports scipy.linalg when it loads (0.3-0.4 s of a warm start-up) to see whether
-    BLAS is there for ``np.dot``; no compiled code of this project uses BLAS, and an ``mrc`` process runs only
-    this project's code, so the module is loaded here with scipy out of reach. scipy imports normally after."""
+def _load_arraymath_without_scipy() -> None:
     if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
         return
     block = _NoScipy()
@@ -111,6 +108,25 @@ def _skip_numba_blas_probe() -> None:
         pass
     finally:
         sys.meta_path.remove(block)
+
+
+def _skip_numba_blas_probe() -> None:
+    """numba's array module imports scipy.linalg when it loads (0.3-0.4 s) to see whether BLAS is there for
+    ``np.dot``; no compiled code of this project uses BLAS, and an ``mrc`` process runs only this project's
+    code, so the module is loaded with scipy out of reach. Only a compile loads it (code read from the cache
+    needs no registry, `mrc._jit`): the block is armed for numba's first compile of the process, and a warm
+    run imports neither. scipy imports normally after."""
+    from numba.core import event
+
+    class _FirstCompile(event.Listener):
+        def on_start(self, ev):
+            _load_arraymath_without_scipy()  # returns at once after the first time
+
+        def on_end(self, ev):
+            pass
+
+    if "numba.np.arraymath" not in sys.modules:
+        event.register("numba:compile", _FirstCompile())
 
 
 def main(argv: list[str] | None = None) -> int:

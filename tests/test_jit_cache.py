@@ -52,3 +52,28 @@ def test_a_child_process_uses_its_parents_keyed_directory_and_old_ones_are_prune
     env.update(NUMBA_CACHE_DIR=keyed, MRC_NUMBA_CACHE_KEY=pathlib.Path(keyed).name)
     child = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert child.stdout.strip() == keyed
+
+
+def test_cached_code_loads_without_the_compiler_registries(tmp_path):
+    """A fresh process loads a cached function (one that allocates: the runtime is there) without importing
+    numba's lowering registries (`_jit._load_cached_code_without_registries`), and a function not yet cached
+    still compiles after it, calling the loaded one."""
+    if os.environ.get("NUMBA_DISABLE_JIT") == "1":
+        return
+    mod = tmp_path / "cachedmod.py"
+    mod.write_text("import numpy as np\nfrom mrc._jit import njit\n\n\n@njit\ndef ramp(n):\n"
+                   "    out = np.empty(n, np.int64)\n    for k in range(n):\n        out[k] = k * k\n    return out\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "MRC_NUMBA_CACHE_KEY")}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    code = ("import sys, cachedmod\nprint(int(cachedmod.ramp(5).sum()), 'numba.np.arraymath' in sys.modules, "
+            "'numba.cpython.listobj' in sys.modules)")
+    first = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert first.stdout.split() == ["30", "True", "True"]  # compiled: the registries were needed
+    warm = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert warm.stdout.split() == ["30", "False", "False"]  # loaded from the cache: none of them
+    (tmp_path / "latermod.py").write_text("import cachedmod\nfrom mrc._jit import njit\n\n\n@njit\ndef twice(n):\n"
+                                          "    return cachedmod.ramp(n) * 2\n")
+    later = code + "\nimport latermod\nprint(int(latermod.twice(4).sum()))"
+    out = subprocess.run([sys.executable, "-c", later], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-1] == "28"

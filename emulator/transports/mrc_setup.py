@@ -132,17 +132,20 @@ from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
 from mrc.units import US, serialization_ps
 from mrc.wire.constants import Opcode
-from mrc.wire.packet import ext_len
 
 IP_UDP_BYTES = 40 + 40 + 8  # outer IPv6 (the SRv6 carrier), inner IPv6, UDP (mrc-public-notes 2.1)
 BTH_ICRC_BYTES = 12 + 4
 
 
 def header_sizes() -> np.ndarray:
-    """Bytes on the wire (no Ethernet) of each opcode's packet without payload, SRv6 mode, TSETH on."""
+    """Bytes on the wire (no Ethernet) of each opcode's packet without payload, SRv6 mode, TSETH on (the
+    codec's `ext_len` run as Python: a set-up table needs no machine code loaded)."""
+    from mrc.wire.packet import ext_len
+
+    length = getattr(ext_len, "py_func", ext_len)
     out = np.zeros(256, np.int32)
     for op in Opcode:
-        n = int(ext_len(int(op), 1))
+        n = int(length(int(op), 1))
         if n >= 0:
             out[int(op)] = IP_UDP_BYTES + BTH_ICRC_BYTES + n
     return out

@@ -46,18 +46,7 @@ Layout: the device query, format and CC profiles and binding in `controller`; EV
 """
 from __future__ import annotations
 
-from mrc.api.version import query_ctl_version as query_version
-from mrc.ctl.controller import CC_ALGORITHMS, CC_NS_KEYS, Controller
-from mrc.ctl.ev_fields import EvField
-from mrc.ctl.types import (
-    EV_MAX_BYTES, EV_UNPOPULATED, MRC_CTL_API_CURRENT_VERSION, MRC_CTL_API_LAST_SUPPORTED_VERSION,
-    MRC_CTL_API_VER_LATEST, MRC_CTL_EV_MAX_BYTES, MRC_CTL_EV_UNPOPULATED, MRC_CTL_MAX_VENDOR_CFG_SIZE,
-    MRC_CTL_VENDOR_API_CURRENT_VERSION, MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION, CcNsccCfg, CcProfileAttr,
-    CcProfileAttrMask, CtlAttrOpt, CtlCcAttr, CtlDeviceAttr, CtlEv, CtlEvAttr, CtlProtocolVersion, EpBatch, EpOpType,
-    EpRequest, EpResponse, EvEvent, EvEventQueue, EvFieldsOp, EvFieldsOpArgs, EvFmtField, EvFmtMode, EvFmtOp,
-    EvFmtOpArgs, EvFmtProfileAttr, EvFmtProfileAttrMask, EvOp, EvOpArgs, EvOpEntry, EvOpFlags, EvProfileAttr,
-    EvProfileAttrMask, EvProfileMode, EvState, PortAdminState, PortAttr, PortAttrMask, ProfileState,
-)
+import importlib
 
 __all__ = ["Controller", "query_version", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX_BYTES", "EV_UNPOPULATED",
            "MRC_CTL_API_CURRENT_VERSION", "MRC_CTL_API_LAST_SUPPORTED_VERSION", "MRC_CTL_API_VER_LATEST",
@@ -70,12 +59,25 @@ __all__ = ["Controller", "query_version", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX
            "EvProfileAttrMask", "EvProfileMode", "EvState", "PortAdminState", "PortAttr", "PortAttrMask",
            "ProfileState"]
 
+# Where each public name lives: loaded on first use, so that a module of the package (the emulator imports
+# `mrc.ctl.localizer`) does not load the controller, its profiles and the application API's types with it.
+_HOME = {"Controller": "mrc.ctl.controller", "CC_ALGORITHMS": "mrc.ctl.controller", "CC_NS_KEYS": "mrc.ctl.controller",
+         "EvField": "mrc.ctl.ev_fields", "localize": "mrc.ctl.localizer", "Localizer": "mrc.ctl.localizer",
+         "Verdict": "mrc.ctl.localizer", "Suspect": "mrc.ctl.localizer"}
 
-def __getattr__(name):
-    """``mrc.ctl.localize`` / ``mrc.ctl.Localizer``: the controller's fault localisation (`mrc.ctl.localizer`),
-    loaded on first use (it needs `mrc.fabric`)."""
-    if name in ("localize", "Localizer", "Verdict", "Suspect"):
-        from mrc.ctl import localizer
 
-        return getattr(localizer, name)
+def __getattr__(name: str):
+    """The names of `__all__` (the types from `mrc.ctl.types`, `Controller` from `mrc.ctl.controller`,
+    ``query_version`` = `mrc.api.version.query_ctl_version`) and ``localize`` / ``Localizer`` (the controller's
+    fault localisation, `mrc.ctl.localizer`), each loaded on first use."""
+    if name == "query_version":
+        return importlib.import_module("mrc.api.version").query_ctl_version
+    if name in _HOME or name in __all__:
+        value = getattr(importlib.import_module(_HOME.get(name, "mrc.ctl.types")), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'mrc.ctl' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(__all__)

@@ -231,7 +231,8 @@ def test_the_emu_command_imports_only_what_it_runs(tmp_path):
 
     code = ("import sys\nfrom mrc.cli import main\n"
             f"main(['emu', 'run', {str(_toml(tmp_path))!r}, '--out', {str(tmp_path / 'o')!r}, '--no-plots'])\n"
-            "print(sorted(m for m in ('trio', 'mrc.conformance', 'mrc.io', 'scapy', 'pandas', 'scipy.linalg')"
+            "print(sorted(m for m in ('trio', 'mrc.conformance', 'mrc.io', 'scapy', 'pandas', 'scipy.linalg',"
+            " 'mrc.ctl.controller', 'mrc.api.device')"
             " if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]"  # flows.parquet is written without pandas, too
