@@ -26,7 +26,7 @@ import tomllib
 from mrc.emulator import scenario
 from mrc.emulator.keys import toml_value
 from mrc.emulator.transports import spec as tspec
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 
 RESERVED_GRID = {"seed": "--seeds", "transport.name": "--transports", "name": "the scenario"}
 
@@ -254,7 +254,7 @@ def load(path) -> Sweep:
     """A `Sweep` from its ``sweep.toml``."""
     p = pathlib.Path(path)
     try:
-        d = tomllib.loads(p.read_text())
+        d = tomllib.loads(read_text(p, "sweep"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("sweep", str(path), f"not valid TOML: {exc}") from None
     s = d.get("sweep")
