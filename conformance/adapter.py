@@ -41,6 +41,43 @@ FEATURES = {
                 "with the RTT (mrc_ctl_ep_batch_send, op EV_PROBE)",
     "ev_mode_udp": "EndpointConfig.ev_mode = 'UDP' (16-bit EV in the UDP source port)",
     "ev_mode_srv6": "EndpointConfig.ev_mode = 'SRV6' (IPv6-in-IPv6, uSID carrier from the EV profile)",
+    "ctl": "Endpoint.ctl(): the mrc_ctl.h operations on the endpoint's device (CTL_CALLS), each answered with "
+           "the errno the header names for a refusal",
+}
+
+# The controller surface (feature "ctl"): Endpoint.ctl(call, args, now) -> answer. Calls are mrc_ctl.h's (and mrc.h's
+# create_qp / destroy_qp) without the prefix; attribute dicts carry the header's struct fields under their C names,
+# and the keys present are the attr_mask (a key absent is a bit not set). An EV is [value, port] as the controller
+# gave it (the 32-bit value, 16-bit in UDP mode; port 1-based), MRC_CTL_EV_UNPOPULATED is null. Every answer has
+# "errno": null on success, else the header's errno name ("EINVAL", "EBUSY", "ENOENT", "E2BIG", ...) with "error"
+# (a message), for EV_OP "entry" (the index of the entry that failed), for E2BIG "required" (the entry_count or
+# field_count needed). Profile ids are the caller's; the
+# endpoint's own QP is bound to EV format, EV and CC profiles 1, so cases use other ids for fresh profiles.
+CTL_CALLS = {
+    "query_device": "-> ev_count_align, ev_max_count_profile, ev_free_count, ev_max_width, phy_port_mask (bit N = "
+                    "port N), opt_attr [MRC_CTL_OPT_CAP_* names without the prefix], algorithms [CC algorithm names]",
+    "modify_ev_fmt_profile": "profile_id, state?, mode? (STEV | UDP | SRV6), fields? [widths]",
+    "modify_ev_profile": "profile_id, profile_state?, cur_profile_state?, ev_mode? (AUTO | EXP | GEN), "
+                         "ev_fmt_profile_id?, ev_count?, ev_min_active?, ev_event_mask? [states], ev_op? {op, "
+                         "entries [{ev, ev_new?, state?, all_copies?}]}, ev_fields_op? {op, fields [[width, "
+                         "init_val, min_val, max_val, mask]]} -> entries [{ev, state}] (the EV_OP entries)",
+    "query_ev_profile": "profile_id, ev_op? {op: QUERY_EV_STATE | QUERY_EV_ARRAY, entries?, entry_count?} -> "
+                        "profile_state, ev_mode, ev_count, ev_min_active, ev_event_mask, entries, entry_count",
+    "ev_op": "profile_id, op, entries: modify_ev_profile with only EV_OP -> entries",
+    "modify_cc_profile": "profile_id, profile_state?, cur_profile_state?, algorithm? (a name, or null: no CC), "
+                         "cc_config? {mrc_ctl_cc_nscc_cfg fields, times in ns}",
+    "query_cc_profile": "profile_id -> profile_state, algorithm",
+    "create_qp": "ev_profile_id, cc_profile_id -> qp: a new QP on the device taken RESET -> INIT with those "
+                 "profiles (mrc.h's profile ids, bound at INIT)",
+    "destroy_qp": "qp (a QP made by create_qp)",
+    "modify_port": "port, port_admin_state (ENABLED | DISABLED)",
+    "query_port": "port -> port_admin_state, state (ibv_query_port: ACTIVE | DOWN)",
+    "create_ev_event_cq": "cqe -> cq",
+    "poll_ev_event": "cq, num_entries -> events [{profile_id, ev, state, drop_count}]",
+    "ep_batch_send": "op (EV_PROBE), req_tc (DSCP), rsp_timeout_ns, requests [{req_id, ev}] -> batch: the requests "
+                     "leave to the QP's peer; mrc_ctl_ep_batch_send_wait split in two, as the suite owns the clock",
+    "ep_batch_wait": "batch -> done, responses [{req_id, port, rtt_ns, adj_svc_time}], errno ETIMEDOUT once "
+                     "rsp_timeout has passed with answers missing",
 }
 
 EV_STATES = ("GOOD", "SKIP", "ASSUMED_BAD", "DENIED")
@@ -260,6 +297,10 @@ class Endpoint(abc.ABC):
     def ep_responses(self) -> list[ProbeAnswer]:
         """Answers to this endpoint's EV probes since the last call (each request answered at most once)."""
         raise NotImplementedError("ep_probe")
+
+    def ctl(self, call: str, args: dict | None = None, now: int = 0) -> dict:
+        """A controller operation on this endpoint's device (`CTL_CALLS`), answered as a JSON-able dict."""
+        raise NotImplementedError("ctl")
 
     def close(self) -> None:
         """Release the endpoint (optional)."""

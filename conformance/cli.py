@@ -1,4 +1,4 @@
-"""`mrc conformance list | run | mutants | peer`."""
+"""`mrc conformance list | run | mutants | check | peer`."""
 from __future__ import annotations
 
 import argparse
@@ -45,6 +45,30 @@ def register(parser: argparse.ArgumentParser) -> None:
     mut.add_argument("--full", action="store_true", help="run every (case, mutant) pair, without trace pruning")
     mut.add_argument("--list", action="store_true", help="only list the mutants")
     mut.set_defaults(func=_mutants)
+
+    chk = sub.add_parser("check", help="check a pcap / pcapng capture of MRC traffic against the passive rules",
+                         description="Check a capture of any implementation's MRC traffic (pcap or pcapng; raw IP, "
+                         "Ethernet, Linux cooked, or the emulator's per-port interfaces) against every rule a passive "
+                         "observer can check. One line per violation: the packet's number (1-based, as Wireshark "
+                         "numbers it), the rule and a message. Exit status 0 clean, 1 when a MUST rule is violated, 2 "
+                         "when the input cannot be used (docs/conformance.md, 'Checking a capture').")
+    chk.add_argument("capture", nargs="?", help="the pcap or pcapng file")
+    chk.add_argument("--json", action="store_true", help="one JSON document: packets, qps, violations, per-rule counts")
+    chk.add_argument("--rules", nargs="+", metavar="PATTERN", help="only these rules (ids or globs; a bare word "
+                     "matches any id containing it)")
+    chk.add_argument("--list-rules", action="store_true", help="list the rules: id, level, behaviour, reference")
+    chk.add_argument("--markdown", action="store_true", help="with --list-rules: the Markdown table of "
+                     "docs/conformance.md (rules, and the mutants a capture cannot show)")
+    chk.add_argument("--dscp", metavar="CLASS=VALUE,...", help="the network's DSCP code points (data, retx, control, "
+                     "trimmed, trimmed_lasthop, no_trim; default the project's: 4, 8, 46, 12, 16, 0)")
+    chk.add_argument("--ev-mode", choices=["stev", "udp"], default="stev", help="how plain IPv6 packets carry the "
+                     "EV (default stev)")
+    chk.add_argument("--same-us", type=float, default=None, metavar="US", help="identical headers seen within this "
+                     "long are one packet seen twice (default 250)")
+    chk.add_argument("--answer-us", type=float, default=None, metavar="US", help="time a responder has to answer a "
+                     "trimmed packet before it is judged (default 1000)")
+    chk.add_argument("--verbose", "-v", action="store_true", help="list every flow that is only partly judged")
+    chk.set_defaults(func=_check)
 
     peer = sub.add_parser("peer", help="serve an implementation to the suite over UDP + JSON lines",
                           description="Same as `python -m mrc.conformance.peer`: run an in-process adapter as a "
@@ -176,6 +200,12 @@ def _mutants(args) -> int:
     print(f"{len(m.rows)} mutant(s) in {m.seconds:.1f} s; reference failures: {sorted(m.reference_failures) or 'none'}; "
           + ("every mutant is caught exactly where intended" if not bad else f"MISMATCH for {bad}"))
     return 1 if bad else 0
+
+
+def _check(args) -> int:
+    from .passive.cli import run
+
+    return run(args)
 
 
 def _peer(args) -> int:

@@ -93,11 +93,14 @@ class Crafter:
         p["ts"], p["tx_timestamp"], p["ftype"] = 1, ts, 1
         return encode(p, n)
 
-    def ep_response(self, op: int, req_id: int, *, ev: int, ts: int, port_status: int = 0b11) -> bytes:
-        """An ENDPOINT_RESPONSE (0xD9 to QP 0x2, EETH) answering request `req_id`, reflecting its timestamp."""
+    def ep_response(self, op: int, req_id: int, *, ev: int, ts: int, port_status: int = 0b11,
+                    svc_time: int = 0) -> bytes:
+        """An ENDPOINT_RESPONSE (0xD9 to QP 0x2, EETH) answering request `req_id`, reflecting its timestamp;
+        `svc_time`: the responder's service time it reports (EETH, ns)."""
         p, n = self._rows(int(Opcode.MRC_ENDPOINT_RESPONSE), 0, ev, self.dscp.control)
         p["dqpn"] = ENDPOINT_QPN
         p["ep_op"], p["req_id"], p["port_status_mask"] = op, req_id, port_status
+        p["svc_time"] = svc_time
         p["ts"], p["tx_timestamp"], p["ftype"] = 1, ts, 1
         return encode(p, n)
 

@@ -139,6 +139,10 @@ class TracingEndpoint(Endpoint):
     def ep_responses(self):
         return self.inner.ep_responses()
 
+    def ctl(self, call, args=None, now=0):
+        self.tokens.add(("ctl", call))
+        return self._call("ctl", call, args, now)
+
 
 class TracingAdapter(Adapter):
     """The reference, recording the trace tokens of every endpoint it makes into ``tokens``."""

@@ -27,6 +27,15 @@ UDP_BUFFER = 4 << 20
 MAX_UNCLAIMED = 65536  # datagrams an endpoint keeps before an "rx" claims them ...
 MAX_UNCLAIMED_BYTES = 64 << 20  # ... and their bytes: beyond either, the oldest is dropped and counted
 
+# Each control connection is served on its own (one client never waits for another) and within bounds:
+MAX_CLIENTS = 8  # connections served at once; more wait in the listen queue
+IDLE_TIMEOUT_S = 300.0  # a connection that sends no request for this long is closed
+LINE_TIMEOUT_S = 30.0  # a request line must be complete this long after its first byte
+MAX_CONTROL_LINE = 16 << 20  # bytes of one request line (a base64 write of several MB)
+MAX_ENDPOINTS = 16  # endpoints one connection has open at once
+MAX_REGIONS = 256  # memory regions one connection has registered at once ...
+MAX_REGION_BYTES = 256 << 20  # ... and their bytes (the suite's largest is a few MB)
+
 
 def udp_socket(host: str):
     """A trio UDP socket with large buffers (best effort: the kernel may cap them; loss is repaired by resend)."""
@@ -43,6 +52,7 @@ class PeerEndpoint:
     def __init__(self, ep, socks):
         self.ep = ep
         self.socks = socks
+        self.regions = self.region_bytes = 0
         self.inbox: dict = collections.defaultdict(collections.deque)  # (port, digest) -> datagrams
         self.wakeup = trio.Event()
         self.last_tx: dict = {}  # digest -> (port, data) of the last "tx" batch, for "resend"
@@ -105,10 +115,17 @@ class PeerEndpoint:
 class Session:
     """One control connection: its endpoints and where transmitted packets go."""
 
-    def __init__(self, adapter, nursery, host: str):
+    def __init__(self, adapter, nursery, host: str, client: str | None = None):
         self.adapter, self.nursery, self.host = adapter, nursery, host
+        self.client = client  # the connection's source address: the only sink its packets may go to
         self.eps: dict[int, PeerEndpoint] = {}
+        self.next_ep = 1
         self.sink = None
+
+    @property
+    def regions(self) -> tuple[int, int]:
+        """(regions, bytes) registered on the connection's open endpoints."""
+        return sum(pe.regions for pe in self.eps.values()), sum(pe.region_bytes for pe in self.eps.values())
 
     def _ep(self, req) -> PeerEndpoint:
         try:
@@ -124,10 +141,19 @@ class Session:
         return await fn(req) or {}
 
     async def op_hello(self, req):
-        self.sink = (str(req["sink"][0]), int(req["sink"][1]))
+        host, port = str(req["sink"][0]), int(req["sink"][1])
+        if self.client is not None and host != self.client:
+            raise ProtocolError(f"sink {host!r}: the peer sends packets only to the connection's own address "
+                                f"{self.client!r}")
+        if not 0 < port < 1 << 16:
+            raise ProtocolError(f"sink port {port} outside 1..65535")
+        self.sink = (host, port)
         return {"protocol": PROTOCOL, "name": self.adapter.name, "features": sorted(self.adapter.features)}
 
     async def op_create(self, req):
+        if len(self.eps) >= MAX_ENDPOINTS:
+            raise ProtocolError(f"create: {len(self.eps)} endpoints open, at most {MAX_ENDPOINTS} per connection "
+                                "(close some)")
         cfg = EndpointConfig.from_json(req["config"])
         ep = self.adapter.create_endpoint(cfg)
         socks = []
@@ -136,7 +162,8 @@ class Session:
             await s.bind((self.host, 0))
             socks.append(s)
         pe = PeerEndpoint(ep, socks)
-        key = len(self.eps) + 1
+        key = self.next_ep  # never reused: a late request for a closed endpoint finds nothing
+        self.next_ep += 1
         self.eps[key] = pe
         for port, s in enumerate(socks, 1):
             self.nursery.start_soon(pe.receive_loop, port, s)
@@ -147,7 +174,15 @@ class Session:
                                  rq_psn=int(req["rq_psn"]), now=int(req["now"]))
 
     async def op_reg_mr(self, req):
-        r = self._ep(req).ep.reg_mr(int(req["length"]))
+        pe = self._ep(req)
+        length = int(req["length"])
+        n, total = self.regions
+        if not 0 < length <= MAX_REGION_BYTES - total or n >= MAX_REGIONS:
+            raise ProtocolError(f"reg_mr: length {length} with {n} region(s) of {total} bytes registered: a connection "
+                                f"holds at most {MAX_REGIONS} regions of {MAX_REGION_BYTES} bytes in all")
+        r = pe.ep.reg_mr(length)
+        pe.regions += 1
+        pe.region_bytes += length
         return {"va": r.va, "rkey": r.rkey, "length": r.length}
 
     async def op_read_mr(self, req):
@@ -225,6 +260,9 @@ class Session:
     async def op_ep_responses(self, req):
         return {"answers": [[a.req_id, a.port, a.rtt_ns] for a in self._ep(req).ep.ep_responses()]}
 
+    async def op_ctl(self, req):
+        return {"answer": self._ep(req).ep.ctl(str(req["call"]), dict(req.get("args") or {}), int(req["now"]))}
+
     async def op_close(self, req):
         pe = self.eps.pop(int(req["ep"]), None)
         if pe is not None:
@@ -243,13 +281,42 @@ class Session:
         self.eps.clear()
 
 
-async def handle_connection(stream, adapter, host: str) -> None:
-    reader = LineReader(stream)
+def _echo_id(req: dict):
+    """The request's ``id`` as the response may echo it: JSON's own values only (a number that is not finite,
+    or anything else, becomes null: the response stays valid JSON)."""
+    v = req.get("id") if isinstance(req, dict) else None
+    if isinstance(v, bool) or v is None or isinstance(v, str) or (isinstance(v, int) and abs(v) < 1 << 63):
+        return v
+    if isinstance(v, float) and v == v and abs(v) != float("inf"):
+        return v
+    return None
+
+
+async def _read_request(reader: LineReader) -> bytes | None:
+    """The next request line: None at the end of the connection or after `IDLE_TIMEOUT_S` without one;
+    `ProtocolError` for a line not complete within `LINE_TIMEOUT_S` of its first byte, or too long."""
+    with trio.move_on_after(IDLE_TIMEOUT_S):
+        while not reader.buf:
+            if not await reader.fill():
+                return None
+        with trio.fail_after(LINE_TIMEOUT_S):
+            return await reader.readline()
+    return None
+
+
+async def handle_connection(stream, adapter, host: str, client: str | None = None) -> None:
+    reader = LineReader(stream, MAX_CONTROL_LINE)
     async with trio.open_nursery() as nursery:
-        session = Session(adapter, nursery, host)
+        session = Session(adapter, nursery, host, client)
         try:
             while True:
-                line = await reader.readline()
+                try:
+                    line = await _read_request(reader)
+                except (ProtocolError, trio.TooSlowError) as e:
+                    why = e if isinstance(e, ProtocolError) else f"request line incomplete after {LINE_TIMEOUT_S:g} s"
+                    with trio.move_on_after(IO_TIMEOUT_S):
+                        await stream.send_all(dumps({"ok": False, "error": f"closing: {why}", "id": None}))
+                    break
                 if line is None:
                     break
                 req: dict = {}
@@ -260,10 +327,17 @@ async def handle_connection(stream, adapter, host: str) -> None:
                     resp = {"ok": False, "error": f"not implemented: {e}", "not_implemented": str(e)}
                 except Exception as e:  # report every failure to the suite; the session goes on
                     resp = {"ok": False, "error": f"{type(e).__name__}: {e}"}
-                resp["id"] = req.get("id")
-                await stream.send_all(dumps(resp))
+                resp["id"] = _echo_id(req)
+                try:
+                    data = dumps(resp)
+                except ValueError as e:  # a value JSON cannot hold (NaN from the adapter): say so, validly
+                    data = dumps({"ok": False, "error": f"the response is not valid JSON: {e}", "id": resp["id"]})
+                with trio.fail_after(IO_TIMEOUT_S):  # a client that does not read its answers is dropped
+                    await stream.send_all(data)
                 if req.get("op") == "bye":
                     break
+        except (trio.TooSlowError, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
         finally:
             session.close()
             nursery.cancel_scope.cancel()
@@ -272,15 +346,36 @@ async def handle_connection(stream, adapter, host: str) -> None:
 
 async def serve(make_adapter, host: str = "127.0.0.1", port: int = 0, *, once: bool = False,
                 task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Accept control connections (one at a time); each gets a fresh adapter from `make_adapter()`."""
+    """Accept control connections, each served in a task of its own with a fresh adapter from `make_adapter()`
+    (at most `MAX_CLIENTS` at once); with `once`, return when the first connection ends."""
     listeners = await trio.open_tcp_listeners(port, host=host)
     task_status.started(listeners[0].socket.getsockname()[1])
-    async with listeners[0]:
+    slots = trio.Semaphore(MAX_CLIENTS)
+    first_done = trio.Event()
+
+    async def one(stream, first: bool):
+        try:
+            peer = stream.socket.getpeername()
+            await handle_connection(stream, make_adapter(), host, str(peer[0]) if peer else None)
+        finally:
+            slots.release()
+            if first:
+                first_done.set()
+
+    async with listeners[0], trio.open_nursery() as nursery:
+        if once:
+            nursery.start_soon(_cancel_when, first_done, nursery.cancel_scope)
+        first = True
         while True:
+            await slots.acquire()
             stream = await listeners[0].accept()
-            await handle_connection(stream, make_adapter(), host)
-            if once:
-                return
+            nursery.start_soon(one, stream, first)
+            first = False
+
+
+async def _cancel_when(event: trio.Event, scope: trio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
 
 
 def main(argv: list[str] | None = None) -> int:

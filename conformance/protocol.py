@@ -45,6 +45,7 @@ set_port_state     ep, port, up, now                              (feature port_
 cc_state           ep -> [cc {cwnd, ...}]                          (feature cc_query)
 ev_probe           ep, req_id, ev, port, now                      (feature ep_probe)
 ep_responses       ep -> [answers [[req_id, port, rtt_ns], ...]]   (feature ep_probe)
+ctl                ep, call, args, now -> [answer]                (feature ctl: adapter.CTL_CALLS)
 close              ep
 bye                (the peer closes the connection)
 =================  ========================================================================
@@ -67,7 +68,12 @@ def digest(data: bytes) -> str:
 
 
 def dumps(obj: dict) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    """One JSON line; ValueError for a value JSON cannot hold (NaN, infinities): never invalid JSON."""
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode() + b"\n"
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
 
 
 class ProtocolError(Exception):
@@ -76,8 +82,8 @@ class ProtocolError(Exception):
 
 def loads(line: bytes) -> dict:
     try:
-        obj = json.loads(line)
-    except ValueError as e:
+        obj = json.loads(line, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as e:
         raise ProtocolError(f"not a JSON line: {line[:80]!r} ({e})") from None
     if not isinstance(obj, dict):
         raise ProtocolError(f"expected a JSON object, got {type(obj).__name__}")
@@ -87,20 +93,30 @@ def loads(line: bytes) -> dict:
 class LineReader:
     """Split a trio stream into lines (bounded; a longer line is a protocol error)."""
 
-    def __init__(self, stream):
+    def __init__(self, stream, max_line: int = MAX_LINE):
         self.stream = stream
+        self.max_line = max_line
         self.buf = bytearray()
+        self._scanned = 0  # bytes of `buf` already searched for a newline
+
+    async def fill(self) -> bool:
+        """Read what the stream has into the buffer; False at its end."""
+        chunk = await self.stream.receive_some(1 << 16)
+        if not chunk:
+            return False
+        self.buf += chunk
+        return True
 
     async def readline(self) -> bytes | None:
         while True:
-            i = self.buf.find(b"\n")
+            i = self.buf.find(b"\n", self._scanned)
             if i >= 0:
                 line = bytes(self.buf[:i])
                 del self.buf[:i + 1]
+                self._scanned = 0
                 return line
-            if len(self.buf) > MAX_LINE:
-                raise ProtocolError(f"control line longer than {MAX_LINE} bytes")
-            chunk = await self.stream.receive_some(1 << 16)
-            if not chunk:
+            self._scanned = len(self.buf)
+            if len(self.buf) > self.max_line:
+                raise ProtocolError(f"control line longer than {self.max_line} bytes")
+            if not await self.fill():
                 return None
-            self.buf += chunk

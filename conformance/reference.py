@@ -21,9 +21,8 @@ import ipaddress
 import numpy as np
 
 from mrc.api import Access, Device, QpCap, WcOpcode
-from mrc.ctl import CC_NS_KEYS, EvState
-from mrc.ctl.types import EpRequest
-from mrc.errors import UsageError
+from mrc.ctl import CC_NS_KEYS, EV_UNPOPULATED, CcNsccCfg, CtlEv, EpRequest, EvFmtMode, EvState
+from mrc.errors import ENOENT, UsageError
 from mrc.ctl.ev_fields import EvField
 from mrc.wire import DecodeError, EvMode, NET
 from mrc.wire.codec import decode, encode
@@ -32,6 +31,7 @@ from mrc.wire.constants import ROCEV2_UDP_PORT
 from .adapter import (Adapter, Completion, Endpoint, EndpointConfig, Event, EvInfo, ProbeAnswer, Region,
                       check_features)
 from .packets import Dscp
+from .reference_ctl import ReferenceCtl
 
 RTR_OPTIONS = ("ack_every_pkts", "ack_every_bytes", "ack_delay_ps", "always_skip_marks", "rcv_cwnd_pen")
 RTS_OPTIONS = ("reorder_window_ps", "ev_probe_interval_ps", "probe_successes", "rev_probe_interval_ps")
@@ -48,7 +48,7 @@ def default_evs(ports: int, per_port: int = 8, ev_mode: str = "STEV", side: int 
     return out
 
 
-class ReferenceEndpoint(Endpoint):
+class ReferenceEndpoint(ReferenceCtl, Endpoint):
     def __init__(self, cfg: EndpointConfig, name: str):
         self.cfg = cfg
         self.address = cfg.address
@@ -57,7 +57,7 @@ class ReferenceEndpoint(Endpoint):
         self.dscp = Dscp(cfg.dscp)
         self.verify_icrc = bool(cfg.options.get("verify_icrc", True))
         self.rx_errors = 0
-        self.dev = dev = Device(name, ports=cfg.ports, seed=cfg.seed, address=cfg.address, mtu=cfg.mtu, max_qp=2,
+        self.dev = dev = Device(name, ports=cfg.ports, seed=cfg.seed, address=cfg.address, mtu=cfg.mtu, max_qp=4,
                                 max_mpr=min(255, max(8, cfg.mpr, cfg.mpr_dest)), max_wr=64, n_mr=64,
                                 max_ev=max(256, len(cfg.evs), cfg.ev_gen_count or 0))
         self._setup_profiles(cfg)
@@ -72,6 +72,7 @@ class ReferenceEndpoint(Endpoint):
         self._carriers = self._srv6_carriers() if self.mode == EvMode.SRV6 else {}
         self._peer = None
         self._probes: list = []  # EV-probe batches whose answers are not all reported yet
+        self._ctl_init()
 
     # -- setup -----------------------------------------------------------------------
     def _setup_profiles(self, cfg: EndpointConfig) -> None:
@@ -79,8 +80,8 @@ class ReferenceEndpoint(Endpoint):
         if cfg.ev_mode == "SRV6" and not cfg.ev_format:
             raise UsageError("EndpointConfig: SRV6 needs ev_format and ev_fields (the uSID carrier layout)")
         widths = list(cfg.ev_format or ([16] if cfg.ev_mode == "UDP" else [32]))
-        c.modify_ev_format_profile(1, mode=cfg.ev_mode, fields=widths, state="OFFLINE")
-        c.modify_ev_format_profile(1, state="ONLINE")
+        c.modify_ev_fmt_profile(1, mode=cfg.ev_mode, fields=widths, state="OFFLINE")
+        c.modify_ev_fmt_profile(1, state="ONLINE")
         if cfg.ev_fields:
             fields = [EvField(f.width, f.init_val, f.min_val, f.max_val, f.mask) for f in cfg.ev_fields]
         else:
@@ -95,29 +96,35 @@ class ReferenceEndpoint(Endpoint):
             evs = list(cfg.evs) or default_evs(cfg.ports, ev_mode=cfg.ev_mode)
             c.modify_ev_profile(1, mode="EXP", fmt_id=1, count=len(evs), min_active=cfg.ev_min_active,
                                 event_mask=mask, fields=fields, state="OFFLINE")
-            for raw, port in evs:
-                c.replace_ev(1, None, int(raw), port=int(port))
+            for raw, port in evs:  # raw EVs as numbers: the EV's first 16 (UDP), 32 or 256 bits
+                bits = 16 if cfg.ev_mode == "UDP" else (32 if int(raw) < 1 << 32 else 256)
+                c.replace_ev(1, EV_UNPOPULATED, CtlEv.from_int(int(raw), int(port), bits))
         c.modify_ev_profile(1, state="ONLINE")
         cc = dict(cfg.cc)
         algorithm = cc.pop("algorithm", "uet-1.0-nscc")
+        if algorithm == "none":  # the adapter's fixed window is the controller's "fixed-window" algorithm
+            algorithm = "fixed-window"
         c.modify_cc_profile(1, algorithm=algorithm, state="OFFLINE")
-        # the adapter's cc dict holds mrc_ctl_cc_nscc_cfg fields under their C names (ns); the controller
-        # spells the time fields with their unit
+        # the adapter's cc dict holds mrc_ctl_cc_nscc_cfg fields under their C names (ns), the controller spells
+        # the time fields with their unit; fields of the core's CC row beyond the header's struct (a mutant's
+        # pi_gain, say) go in the profile's vendor_cfg, as key=value pairs
         cc = {(k + "_ns" if k in CC_NS_KEYS else k): v for k, v in (cc or {"base_rtt": 8000}).items()}
-        c.modify_cc_profile(1, config=cc, state="ONLINE")
+        header = set(CcNsccCfg.__dataclass_fields__) | {"fast_increase_delay_ns"}
+        extra = ",".join(f"{k}={v!r}" for k, v in cc.items() if k not in header).encode() or None
+        c.modify_cc_profile(1, config={k: v for k, v in cc.items() if k in header}, vendor_cfg=extra, state="ONLINE")
 
     def _srv6_carriers(self) -> dict:
         """EV value -> (outer destination, SRH segment or None) from the profile's expansions."""
         width = sum(self.cfg.ev_format)
         out = {}
-        for e in self.dev.ctl.query_ev_array(1):
+        for e in self.dev.ctl.ev_table(1):
             x = int(e["expanded"])
             if width <= 128:
-                out[e["ev"]] = ((x << (128 - width)).to_bytes(16, "big"), None)
+                out[e["value"]] = ((x << (128 - width)).to_bytes(16, "big"), None)
             else:
                 extra = width - 128
                 seg = (x & ((1 << extra) - 1)) << (128 - extra)
-                out[e["ev"]] = ((x >> extra).to_bytes(16, "big"), seg.to_bytes(16, "big"))
+                out[e["value"]] = ((x >> extra).to_bytes(16, "big"), seg.to_bytes(16, "big"))
         return out
 
     # -- connection and memory -----------------------------------------------------------
@@ -218,19 +225,20 @@ class ReferenceEndpoint(Endpoint):
     def events(self):
         out = []
         while (e := self.dev.get_async_event()) is not None:
+            self.dev.ack_async_event(e)
             out.append(Event(e.kind, port=e.port, detail=e.detail))
         for e in self.ev_cq.poll(4096):
-            out.append(Event("EV_STATE", ev=e.ev, port=e.port, state=e.state.name, drop_count=e.drop_count))
+            out.append(Event("EV_STATE", ev=e.value, port=e.port, state=e.state.name, drop_count=e.drop_count))
         return out
 
     def qp_state(self):
         return self.qp.state
 
     def ev_table(self):
-        return [EvInfo(e["ev"], e["port"], e["state"]) for e in self.qp.ev_states()]
+        return [EvInfo(e["value"], e["port"], e["state"]) for e in self.qp.ev_states()]
 
     def set_ev_state(self, ev, state, now):
-        self.dev.ctl.modify_ev_state(1, ev, state, now=now)
+        self.dev.ctl.modify_ev_state(1, self.dev.ctl.ev_of(1, int(ev)), state, now=now)
 
     def set_port_state(self, port, up, now):
         self.dev.set_port_state(port, up, now)
@@ -241,8 +249,13 @@ class ReferenceEndpoint(Endpoint):
     def ev_probe(self, req_id, ev, port, now):
         if self._peer is None:
             raise UsageError("ev_probe: the endpoint is not connected (no peer to probe)")
-        batch = self.dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(req_id, self._peer, port, ev)], now=now,
-                                           rsp_timeout_ns=2_000_000)
+        try:  # the adapter names EVs by what packets carry; the controller by its own name for them
+            req_ev, mode = self.dev.ctl.ev_of(1, int(ev), int(port)), EvFmtMode[self.cfg.ev_mode]
+        except ENOENT:  # not an EV of the profile: the value the packet carries, as is
+            udp = self.cfg.ev_mode == "UDP"
+            req_ev, mode = CtlEv.from_int(int(ev), int(port), 16 if udp else 32), EvFmtMode.UDP if udp else EvFmtMode.STEV
+        batch = self.dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(req_id, self._peer, req_ev, ev_fmt_mode=mode)],
+                                           now=now, rsp_timeout_ns=2_000_000)
         self._probes.append([batch, 0])
 
     def ep_responses(self):
@@ -263,7 +276,7 @@ class ReferenceAdapter(Adapter):
 
     name = "reference"
     features = check_features(["ev_query", "ev_modify", "ev_events", "ev_fields", "port_status", "cc_query",
-                               "ev_mode_udp", "ev_mode_srv6", "ep_probe"])
+                               "ev_mode_udp", "ev_mode_srv6", "ep_probe", "ctl"])
 
     def __init__(self):
         self._n = 0

@@ -88,6 +88,10 @@ def duplicated(p: Packet, gap_ps: int = 0) -> list:
 
 
 class Scenario:
+    # a callable (scenario, time ps, node name, port, "out" | "in", bytes) told of every packet that leaves or
+    # reaches a node: how `mrc.conformance.passive.tap` records a case's traffic as a capture (None: off)
+    recorder = None
+
     def __init__(self, iut: Adapter, tester: Adapter | None = None, *, delay_ps: int = 2 * US,
                  max_packets: int = 6000):
         from .reference import ReferenceAdapter
@@ -152,7 +156,12 @@ class Scenario:
                                 f"endpoints are stuck in a loop (probes, retransmissions)")
         p = Packet(data, node.name, port, self.now, node.cfg.ev_mode, node.dscp)
         self.log.append(p)
+        self._tap(node.name, port, "out", data)
         return p
+
+    def _tap(self, node: str, port: int, way: str, data: bytes) -> None:
+        if Scenario.recorder is not None:
+            Scenario.recorder(self, self.now, node, port, way, data)
 
     def _offer(self, p: Packet) -> None:
         src = self.nodes.get(p.src)
@@ -202,6 +211,7 @@ class Scenario:
         p = Packet(data, src, port, self.now, node.cfg.ev_mode, node.dscp, dst=node.name)
         p.fate, p.arrived = "delivered", self.now
         self.log.append(p)
+        self._tap(node.name, port, "in", data)
         node.ep.receive(data, port, self.now)
         return p
 
@@ -232,6 +242,7 @@ class Scenario:
                 p.fate = "link down"
                 continue
             p.arrived = self.now
+            self._tap(name, port, "in", data)
             if node.ep is None:
                 node.inbox.append(Packet(data, p.src, port, self.now, p.ev_mode, p.dscp, dst=name, fate="delivered"))
             else:

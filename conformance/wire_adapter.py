@@ -281,6 +281,9 @@ class WireEndpoint(Endpoint):
     def ep_responses(self):
         return [ProbeAnswer(int(i), int(p), int(r)) for i, p, r in self._req("ep_responses")["answers"]]
 
+    def ctl(self, call, args=None, now=0):
+        return self._req("ctl", call=call, args=args or {}, now=now)["answer"]
+
     def close(self):
         try:
             self._req("close")

@@ -142,6 +142,7 @@ def cmd_run(args) -> int:
         return _dry_run(sc, label)
     out = pathlib.Path(args.out) if args.out else pathlib.Path("runs") / name / tspec.dirname(label) / f"seed{sc.seed}"
     _writable_dir(out)
+    print(summary_table.header(sc, label), flush=True)
     cold = coldstart.Compiling()
     run = sim.Simulation(sc).run(progress=_progress(args))
     cold.done(run.sim["wall_s"])
@@ -168,6 +169,7 @@ def _dry_run(sc, label: str) -> int:
     from mrc.emulator import memory, workloads
 
     wl, _, _ = np.random.SeedSequence(sc.seed).spawn(3)
+    memory.check_workload(sc)
     flows = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl)).flows
     est = memory.run_parts(sc, flows)
     cap, what = memory.limit(sc.max_memory)
@@ -193,6 +195,7 @@ def cmd_compare(args) -> int:
     for f in ("fct_cdf.png", "fct_cdf.pdf", "fct_cdf.svg", "report.html", "compare.json", "compare.csv"):
         (out / f).unlink(missing_ok=True)
     tables, summaries = {}, {}
+    print(summary_table.header(scs[0], args.transports), flush=True)
     cold = coldstart.Compiling()
     for spec, sc in zip(specs, scs):
         run = sim.Simulation(sc).run(progress=_progress(args))

@@ -151,6 +151,7 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
     sc0 = scenario.parse(json.loads(json.dumps(base)), "mrc-demo")
     echo(f"mrc demo: {base['description']}; seed {seed}")
     echo(f"fabric: {sc0.topo.spec.name}, {sc0.topo.n_hosts} hosts; transports: {', '.join(specs)}")
+    echo(summary_table.routing_text(metrics.routing(sc0)))
     tables, summaries = {}, {}
     cold = coldstart.Compiling()
     for k, (spec, (name, params)) in enumerate(zip(specs, parsed)):

@@ -4,7 +4,8 @@ A `Table` wraps one TOML table and the dotted name it sits at (``switch``,
 ``workload[1]``, ``failures[0]``). Each ``int`` / ``num`` / ``bool`` /
 ``choice`` / ... call takes a key out (with its default); `done` then rejects
 any key nobody asked for, listing the known ones. Bad input raises
-`mrc.errors.ConfigError` (key, value, problem); nothing is clamped silently.
+`mrc.errors.ConfigError` (key, value, problem); nothing is clamped silently. A number whose
+reader gives no upper bound gets one from its unit (`default_max`).
 """
 from __future__ import annotations
 
@@ -17,14 +18,32 @@ from mrc.errors import ConfigError
 
 _MISSING = object()
 
+# The bound of a number whose reader gives none, by the key's unit (its name's suffix), so that compiled code
+# never sees a value out of its range: a time converted to the engine's integer picoseconds stays far below
+# its "never" (2^62 ps, about 53 days; 10^11 us is 28 hours of simulated time) with room for sums of times;
+# byte counts stay below 1 PiB; any other number below 2^53 (exact as a float, far inside int64).
+UNIT_MAX = (("_ps", 10**17), ("_ns", 10**14), ("_us", 10**11), ("_ms", 10**8), ("_s", 10**5), ("_bytes", 1 << 50))
+NUMBER_MAX = 1 << 53
 
-def toml_value(text: str):
+
+def default_max(name: str) -> int:
+    """The largest value key `name` may take when its reader gives no bound (`UNIT_MAX`, `NUMBER_MAX`)."""
+    for suffix, hi in UNIT_MAX:
+        if name.endswith(suffix):
+            return hi
+    return NUMBER_MAX
+
+
+def toml_value(text: str, key: str = "value"):
     """A value written on the command line (``--set key=VALUE``, ``name:key=VALUE``) read as TOML
-    (``1e6``, ``false``, ``"text"``, ``[1, 2]``); text that is not TOML stays a string."""
+    (``1e6``, ``false``, ``"text"``, ``[1, 2]``); text that is not TOML stays a string. Arrays nested too
+    deep to read are a `ConfigError` on `key`."""
     try:
         return tomllib.loads(f"v = {text}")["v"]
     except tomllib.TOMLDecodeError:
         return text
+    except RecursionError:
+        raise ConfigError(key, text, "arrays nested too deep to read") from None
 
 
 class Table:
@@ -64,7 +83,7 @@ class Table:
             return None
         if isinstance(v, bool) or not isinstance(v, int):
             raise ConfigError(self.key(name), v, "must be an integer")
-        _range(self.key(name), v, lo, hi)
+        _range(self.key(name), v, lo, default_max(name) if hi is None else hi)
         return v
 
     def num(self, name, default=_MISSING, lo=None, hi=None, lo_open=False):
@@ -75,7 +94,7 @@ class Table:
             raise ConfigError(self.key(name), v, "must be a number")
         if lo_open and lo is not None and v <= lo:
             raise ConfigError(self.key(name), v, f"must be > {lo}")
-        _range(self.key(name), v, None if lo_open else lo, hi)
+        _range(self.key(name), v, None if lo_open else lo, default_max(name) if hi is None else hi)
         return float(v)
 
     def bool(self, name, default=_MISSING):

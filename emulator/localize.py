@@ -13,9 +13,10 @@ Cost: nothing for runs without EV events; per chunk with new bad events, one pas
 EV rows of the QPs (``paths_limit`` rows at most, else the paths are read once at the end).
 
 Scenario keys (``[localize]``): ``enabled`` (default true for MRC transports) and the
-`mrc.ctl.localizer.Params` (``min_pairs``, ``min_paths``, ``window_us``, ``down_still``,
-``burst_gap_us``, ``congestion_ratio``, ``congestion_min``, ``degraded_ratio``,
-``degraded_min``, ``evidence_max``), plus ``paths_limit``.
+`mrc.ctl.localizer.Params` (``min_pairs``, ``min_paths``, ``alpha``, ``window_us``, ``down_still``,
+``down_ratio``, ``outage_us``, ``burst_gap_us``, ``congestion_min``, ``load_ratio``, ``loss_ratio``,
+``compare_min_tx``, ``congestion_ratio``, ``saturated_min``, ``burst_loss_ratio``, ``stuck_us``, ``outage_share``,
+``outage_repeat``, ``degraded_ratio``, ``degraded_min``, ``evidence_max``), plus ``paths_limit``.
 """
 from __future__ import annotations
 

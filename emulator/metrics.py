@@ -263,6 +263,7 @@ def summary(run) -> dict:
                    "peak_packets": run.sim["peak_packets"], "pool_rows": run.sim["pool_rows"]},
         "fabric": {"name": sc.topo.spec.name, "hosts": sc.topo.n_hosts, "planes": sc.topo.n_planes,
                    "ports": sc.topo.n_ports},
+        "routing": routing(sc),
         "config": sc.data,
         "localization": localize.summary_of(run.localization) if run.localization else None,
         "capture": ({"file": "capture.pcapng", "ports": [sc.topo.port_name(q) for q in sc.capture.ports],
@@ -270,6 +271,14 @@ def summary(run) -> dict:
                      "start_us": sc.capture.start_us, "end_us": sc.capture.end_us,
                      "max_packets": sc.capture.max_packets} if run.capture else None),
     }
+
+
+def routing(sc) -> dict:
+    """How the fabric's routing repairs a dead link (ECMP forwarding; SRv6 tables are static): the switches at
+    its ends stop using it ``route_detect_us`` after the event, every other switch ``route_converge_us`` after
+    it (`forward`; the defaults and their sources in docs/emulator.md). Printed in every run's header
+    (`summary_table.header`) and kept in summary.json: a default that decides a failure comparison."""
+    return {"route_detect_us": sc.switch.route_detect_us, "route_converge_us": sc.switch.route_converge_us}
 
 
 def jobs(run, ft: dict) -> list[dict]:

@@ -123,15 +123,14 @@ def _arrow_column(pa, v: np.ndarray):
     return pa.array(list(v))
 
 
-def write_parquet(path: pathlib.Path, columns: dict) -> bool:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return False
+def write_parquet(path: pathlib.Path, columns: dict) -> None:
+    # pyarrow is a main dependency (pyproject.toml); imported here, not at module level, because it costs
+    # a third of a second and only a run that writes its results needs it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     names = list(columns)
     pq.write_table(pa.Table.from_arrays([_arrow_column(pa, columns[k]) for k in names], names=names), path)
-    return True
 
 
 # every file `write` may produce: a new run into a directory removes the earlier run's first

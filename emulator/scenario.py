@@ -145,9 +145,47 @@ class Scenario:
 # ---------------------------------------------------------------- loading
 
 
+MAX_FILE_BYTES = 16 << 20  # a scenario file is a few KB; traffic matrices and traces are files of their own
+MAX_DEPTH = 32  # tables and arrays nested inside each other (the deepest key of the library is 4 levels down)
+
+
+def check_depth(data, where: str = "scenario") -> None:
+    """Refuse data nested deeper than `MAX_DEPTH` (walked without recursion: any depth is safe to check)."""
+    stack = [(data, 0, "")]
+    while stack:
+        node, depth, path = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ConfigError(path or where, "...", f"nested {depth} levels deep: at most {MAX_DEPTH}")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1, f"{path}.{k}" if path else str(k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1, f"{path}[{k}]") for k, v in enumerate(node))
+
+
+def decode_toml(raw: bytes | str, where: str) -> dict:
+    """A TOML document from bytes (or text `mrc.errors.read_text` already decoded), strictly: UTF-8 (TOML 1.0
+    says so), bounded nesting, one-line errors."""
+    try:
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(where, f"byte {exc.start} (line {line}) = {raw[exc.start:exc.start + 1]!r}",
+                          "not UTF-8 text (TOML files are UTF-8)") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(where, where, f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(where, where, f"arrays or inline tables nested too deep to read (at most {MAX_DEPTH} "
+                          "levels are allowed)") from None
+    check_depth(data, where)
+    return data
+
+
 def read(source) -> tuple[dict, str, pathlib.Path | None]:
     """(data, name, directory) of a scenario file, a library name, or a mapping."""
     if isinstance(source, dict):
+        check_depth(source)
         return copy.deepcopy(source), str(source.get("name", "scenario")), None
     p = pathlib.Path(source)
     if not p.is_file():
@@ -156,11 +194,11 @@ def read(source) -> tuple[dict, str, pathlib.Path | None]:
             raise ConfigError("scenario", str(source), "no such file, and not a library scenario "
                               f"({', '.join(scenarios.names())})")
         p = lib
-    try:
-        data = tomllib.loads(read_text(p, "scenario"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("scenario", str(source), f"not valid TOML: {exc}") from None
-    return data, p.stem, p.parent
+    size = p.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise ConfigError("scenario", str(source), f"{size:,} bytes: a scenario file is at most {MAX_FILE_BYTES:,} "
+                          "(traffic matrices and traces go in files of their own)")
+    return decode_toml(read_text(p, "scenario"), str(source)), p.stem, p.parent
 
 
 def apply_sets(data: dict, sets) -> dict:
@@ -185,7 +223,7 @@ def apply_sets(data: dict, sets) -> dict:
                 if not isinstance(node, (dict, list)):
                     raise ConfigError(".".join(parts[: k + 1]), node, "not a table")
         last = parts[-1]
-        value = toml_value(text.strip())
+        value = toml_value(text.strip(), key.strip())
         if isinstance(node, list):
             if not last.isdigit() or int(last) >= len(node):
                 raise ConfigError(key, last, f"an index 0..{len(node) - 1}")
@@ -198,6 +236,7 @@ def apply_sets(data: dict, sets) -> dict:
 def load(source, seed: int | None = None, sets=()) -> Scenario:
     data, name, base = read(source)
     apply_sets(data, sets)
+    check_depth(data)
     if seed is not None:
         data["seed"] = seed
     return parse(data, name, base)

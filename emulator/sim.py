@@ -222,6 +222,7 @@ class Simulation:
     def __init__(self, sc: Scenario):
         self.sc = sc
         wl, tp, eg = np.random.SeedSequence(sc.seed).spawn(3)
+        memory.check_workload(sc)  # the flows' count from the keys, before a single one is drawn
         self.flowset = workloads.build(sc.jobs, sc.topo, np.random.default_rng(wl))
         self.memory = memory.check_run(sc, self.flowset.flows)  # before the transport's and engine's tables
         ep, self.T = build.transport(sc, self.flowset, np.random.default_rng(tp))
@@ -241,7 +242,10 @@ class Simulation:
         n_flows = len(E.flow)
         sampler = Sampler(self)
         planes = PlaneSampler(self)
-        live = localize.Live(sc, T, E) if sc.localize.enabled and len(T.mrc_p) else None
+        # live localisation maps EVs to the paths they name; a hashed entropy names none (only the switches' hash
+        # seeds decide its path), so MRC transports with entropy = "hashed" run without it
+        live = (localize.Live(sc, T, E) if sc.localize.enabled and len(T.mrc_p) and T.mrc_p[0]["fwd"] != ST.FWD_ECMP
+                else None)
         engine.prime(E)
         t_next = sample_ps
         bar = _Progress(progress, end_ps, n_flows)

@@ -185,6 +185,22 @@ def text(summaries: dict) -> str:
     return "\n".join(out)
 
 
+def routing_text(routing: dict) -> str:
+    """The routing repair a run's ECMP forwarding gets (`metrics.routing`), in words."""
+    return (f"routing repair after a dead link: {routing['route_detect_us']:,g} us at the switches next to it "
+            f"(switch.route_detect_us), {routing['route_converge_us']:,g} us at every other switch "
+            "(switch.route_converge_us)")
+
+
+def header(sc, label: str) -> str:
+    """The line printed before a run (`mrc emu run | compare`): the scenario, the transport and seed, and the
+    routing defaults a failure comparison depends on (docs/emulator.md, "Routing repair")."""
+    from mrc.emulator.metrics import routing
+
+    return (f"{sc.name} ({label}, seed {sc.seed}): {sc.topo.n_hosts:,} hosts, {sc.topo.n_planes} plane(s); "
+            + routing_text(routing(sc)))
+
+
 def csv_columns(rows_: list[dict]) -> dict:
     """Column -> values for `results.write_csv` (numbers stay numbers; null is an empty cell)."""
     keys = list(rows_[0]) if rows_ else []

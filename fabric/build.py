@@ -140,7 +140,8 @@ def build_arrays(spec: FabricSpec, ecmp_seed: int = 0) -> dict:
     nic = port[: H * P]
     nic["node"] = h
     nic["peer"] = H * P + p_of * PP + port_off[T0] + (h // hpl) * per_sw[T0] + h % hpl
-    nic["rate"], nic["delay"], nic["plane"], nic["tier"], nic["dir"] = rates[0], delays[0], p_of, 0, UP
+    nic_lat = ps_from_ns(spec.nic_latency_ns)  # the NIC's own latency, each way, on its host link
+    nic["rate"], nic["delay"], nic["plane"], nic["tier"], nic["dir"] = rates[0], delays[0] + nic_lat, p_of, 0, UP
     for p in range(P):
         for t in range(3):
             if n_sw[t] == 0:
@@ -176,7 +177,7 @@ def build_arrays(spec: FabricSpec, ecmp_seed: int = 0) -> dict:
             tiers_flat = tier_of.ravel()
             r["tier"], r["dir"], r["plane"] = tiers_flat, dir_of.ravel(), p
             r["rate"] = np.asarray(rates, np.int64)[tiers_flat]
-            r["delay"] = np.asarray(delays, np.int64)[tiers_flat]
+            r["delay"] = np.asarray(delays, np.int64)[tiers_flat] + np.where(tiers_flat == 0, nic_lat, 0)
     port["peer_node"] = port["node"][port["peer"]]
 
     return dict(

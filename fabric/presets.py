@@ -119,7 +119,7 @@ def base_rtt_ps(spec) -> int:
     """Unloaded round trip over the longest path: propagation both ways, one MTU
     serialised per hop out and one ACK per hop back (the BDP's RTT)."""
     rule = rule_for(spec)
-    hops_delay = 2 * sum(spec.link_delay_ns)  # host..top..host, one way
+    hops_delay = 2 * sum(spec.link_delay_ns) + 2 * spec.nic_latency_ns  # host..top..host, one way
     rates = [spec.link_gbps, *spec.fabric_gbps]
     ser = 0.0
     for tier in range(spec.tiers):

@@ -14,6 +14,9 @@ A fabric is described by the keys of the issue (and of the emulator's
                      ([T0-T1] for leaf-spine, [T0-T1, T1-T2] for fat-tree)
     link_delay_ns    propagation delay: one number, or one per tier
                      ([host-T0, T0-T1] or [host-T0, T0-T1, T1-T2])
+    nic_latency_ns   NIC processing latency, each way (default 0): a packet
+                     pays it leaving its sender's NIC and entering its
+                     receiver's (added to both directions of every host link)
     oversubscription T0 down capacity / T0 up capacity (default 1)
 
 or ``preset = "<name>"`` plus overrides of those keys. `resolve` turns such a
@@ -55,6 +58,7 @@ KEYS = (
     "link_gbps",
     "fabric_gbps",
     "link_delay_ns",
+    "nic_latency_ns",
     "oversubscription",
 )
 # Limits of the address plan (fabric/address.py): uSID ranges and EV width.
@@ -80,6 +84,7 @@ class FabricSpec:
     link_delay_ns: tuple[float, ...]  # one per link tier, host link first
     oversubscription: float
     radix: int | None = None
+    nic_latency_ns: float = 0.0  # added to both directions of every host link
     preset: str | None = None  # the preset this fabric started from, if any
     overrides: tuple[str, ...] = ()  # keys given on top of the preset
 
@@ -113,6 +118,8 @@ class FabricSpec:
         out["fabric_gbps"] = list(self.fabric_gbps)
         out["link_delay_ns"] = list(self.link_delay_ns)
         out["oversubscription"] = self.oversubscription
+        if self.nic_latency_ns:
+            out["nic_latency_ns"] = self.nic_latency_ns
         return out
 
 
@@ -204,6 +211,7 @@ def resolve(mapping: Mapping[str, Any], where: str = "topology", radix: int | No
     tiers = 3 if kind == "fat-tree" else 2
     fabric = _per_tier(pre, "fabric_gbps", keys.get("fabric_gbps", link), tiers - 1, True)
     delay = _per_tier(pre, "link_delay_ns", keys.get("link_delay_ns", 1000), tiers, False)
+    nic_lat = float(_num(pre, "nic_latency_ns", keys.get("nic_latency_ns", 0), positive=False))
     os_given = "oversubscription" in keys
     os_value = keys.get("oversubscription", 1)
     _num(pre, "oversubscription", os_value)
@@ -276,7 +284,8 @@ def resolve(mapping: Mapping[str, Any], where: str = "topology", radix: int | No
         raise ConfigError(f"{pre}hosts_per_leaf", hpl, f"at most {MAX_HOSTS_PER_LEAF} (T0-local host uSIDs)")
     return FabricSpec(kind=kind, planes=planes, hosts_per_leaf=hpl, leaves=leaves, spines=spines, k=k,
                       link_gbps=link, fabric_gbps=fabric, link_delay_ns=delay,
-                      oversubscription=float(os_frac), radix=radix, preset=name, overrides=overrides)
+                      oversubscription=float(os_frac), radix=radix, nic_latency_ns=nic_lat, preset=name,
+                      overrides=overrides)
 
 
 def load_toml(path, where: str = "topology") -> FabricSpec:

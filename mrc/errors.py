@@ -21,7 +21,10 @@ class ConfigError(MRCError, ValueError):
         self.key = key
         self.value = value
         self.problem = problem
-        super().__init__(f"{key} = {value!r}: {problem}")
+        shown = repr(value)
+        if len(shown) > 200:  # one line, whatever was given
+            shown = f"{shown[:100]}... ({len(shown):,} characters)"
+        super().__init__(f"{key} = {shown}: {problem}")
 
 
 def read_text(path, key: str) -> str:
@@ -47,3 +50,93 @@ def read_text(path, key: str) -> str:
 
 class UsageError(MRCError, ValueError):
     """A library API was called in a way the protocol does not allow (local misuse)."""
+
+
+class ApiError(UsageError):
+    """A call of the OCP-shaped API (`mrc.api`, `mrc.ctl`) failed with the errno ``mrc.h`` /
+    ``mrc_ctl.h`` name for the case; the subclass is named after it (`EINVAL`, `ENOENT`, ...).
+
+    ``errno`` is the number (Python's `errno` module), ``name`` its symbol. It stays a
+    `UsageError` (and so a ValueError): code that caught those keeps working.
+    """
+
+    errno_name = "EIO"
+
+    def __init__(self, message: str, **details):
+        super().__init__(f"{message} ({self.errno_name})")
+        self.message = message
+        for key, value in details.items():  # e.g. E2BIG ``required``, ETIMEDOUT ``responses``, EV_OP ``entry``
+            setattr(self, key, value)
+
+    @property
+    def errno(self) -> int:
+        """The errno value of ``name`` on this platform."""
+        import errno as _errno
+
+        return getattr(_errno, self.errno_name)
+
+    @property
+    def name(self) -> str:
+        """The errno symbol, e.g. "EINVAL"."""
+        return self.errno_name
+
+
+class EINVAL(ApiError):
+    """One or more supplied arguments are invalid (the message names which, and its value)."""
+
+    errno_name = "EINVAL"
+
+
+class ENOENT(ApiError):
+    """The EV (or profile, QP, ...) named does not exist."""
+
+    errno_name = "ENOENT"
+
+
+class EBUSY(ApiError):
+    """The object is in use (bound QPs, ONLINE users, unacknowledged events)."""
+
+    errno_name = "EBUSY"
+
+
+class E2BIG(ApiError):
+    """An array is too long for the implementation, or too short for the answer (``required`` holds the
+    length needed)."""
+
+    errno_name = "E2BIG"
+
+
+class ENOMEM(ApiError):
+    """No room left in a bounded table (request rows, profiles, EVs)."""
+
+    errno_name = "ENOMEM"
+
+
+class ENOTSUP(ApiError):
+    """The operation or capability is not supported by this implementation."""
+
+    errno_name = "ENOTSUP"
+
+
+class ETIMEDOUT(ApiError):
+    """The deadline passed before every response arrived (``responses`` holds those that did)."""
+
+    errno_name = "ETIMEDOUT"
+
+
+class EAGAIN(ApiError):
+    """Nothing to return now (a non-blocking read found no event); try again later."""
+
+    errno_name = "EAGAIN"
+
+
+class EPERM(ApiError):
+    """The process lacks the permission the operation needs."""
+
+    errno_name = "EPERM"
+
+
+class EIO(ApiError):
+    """An implementation-specific error occurred."""
+
+    errno_name = "EIO"

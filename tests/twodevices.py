@@ -7,13 +7,19 @@ from dataclasses import dataclass
 import pytest
 
 from mrc.api import Device, QpCap
+from mrc.ctl import EV_UNPOPULATED, CtlEv
 from mrc.ctl.ev_fields import EvField
 from mrc.testing.simnet import SimNet
 from mrc.units import US
 
 def explicit_evs(side: int, count: int) -> list[int]:
-    """Distinct 32-bit EV values for one device's explicit profile."""
+    """Distinct 32-bit EV values for one device's explicit profile (what its packets carry)."""
     return [0x10000 * (side + 1) + k + 1 for k in range(count)]
+
+
+def ctl_evs(side: int, count: int, ports: int = 2) -> list[CtlEv]:
+    """The same EVs as the controller names them (`CtlEv`: value and port, round robin over the ports)."""
+    return [CtlEv.from_int(v, k % ports + 1) for k, v in enumerate(explicit_evs(side, count))]
 
 
 def setup_profiles(dev: Device, *, ev_mode: str = "EXP", ev_count: int = 16, min_active: int | None = None,
@@ -22,12 +28,12 @@ def setup_profiles(dev: Device, *, ev_mode: str = "EXP", ev_count: int = 16, min
     c = dev.ctl
     min_active = ev_count // 4 if min_active is None else min_active
     if ev_mode == "EXP":
-        c.modify_ev_format_profile(1, mode="STEV", fields=[32], state="OFFLINE")
-        c.modify_ev_format_profile(1, state="ONLINE")
+        c.modify_ev_fmt_profile(1, mode="STEV", fields=[32], state="OFFLINE")
+        c.modify_ev_fmt_profile(1, state="ONLINE")
         c.modify_ev_profile(1, mode="EXP", fmt_id=1, count=ev_count, min_active=min_active, event_mask=event_mask,
                             fields=[EvField(32, mask=0xFFFFFFFF)], state="OFFLINE")
-        for k, ev in enumerate(explicit_evs(side, ev_count)):
-            c.replace_ev(1, None, ev, port=k % dev.ports + 1)
+        for ev in ctl_evs(side, ev_count, dev.ports):
+            c.replace_ev(1, EV_UNPOPULATED, ev)
     else:
         c.modify_ev_profile(1, mode=ev_mode, count=ev_count, min_active=min_active, event_mask=event_mask, state="OFFLINE")
     c.modify_ev_profile(1, state="ONLINE")

@@ -3,12 +3,12 @@ controller). `CASES` is the table the runner, the CLI, the docs and the tests re
 from __future__ import annotations
 
 from ..case import GROUPS
-from . import controller, nscc, paths, recovery, requester, responder, signals, wimm, wire
+from . import controller, ctlops, nscc, paths, recovery, requester, responder, signals, wimm, wire
 
 # modules hold cases of several groups (`paths`, `signals`: both ends of one mechanism); the table is
 # ordered by group, then by module and place in it
 CASES = sorted([*wire.CASES, *requester.CASES, *recovery.CASES, *paths.CASES, *signals.CASES, *responder.CASES,
-                *wimm.CASES, *nscc.CASES, *controller.CASES], key=lambda c: GROUPS.index(c.group))
+                *wimm.CASES, *nscc.CASES, *controller.CASES, *ctlops.CASES], key=lambda c: GROUPS.index(c.group))
 BY_ID = {c.id: c for c in CASES}
 
 

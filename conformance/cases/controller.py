@@ -65,22 +65,27 @@ def _expansion(t):
     t.expect(len(seen) >= 12, f"only {len(seen)} of 16 EVs used over 32 packets")
 
 
-@case("controller.ev-out-of-range-denied", MUST, registry=CASES,
-      ref="notes §2.2 (OCP example: T0 field 'Maximum of 180 links', values 180-255 DENIED)",
-      behaviour="A raw EV whose field value lies outside the field's [min_val, max_val] is DENIED: no packet "
-                "ever uses it.",
-      failure="an EV outside its field's range carried packets",
-      network="lossless", mutants=["uses-denied-ev", "ev-fields-ignored"], needs=["ev_fields"])
-def _out_of_range(t):
-    bad = raw_of(200, 1, 1, 1)
-    sc, req, rsp, region = requester_pair(t, iut=_fields_cfg(RAWS[:7] + [(bad, 2)]))
+@case("controller.gen-ev-field-ranges", MUST, registry=CASES,
+      ref="notes §2.2 (mrc_ctl.h struct mrc_ctl_ev_field: min_val / max_val are the 'field value for generated "
+          "EVs'); OCP examples/mrc_ctl_gen_ev.md (T0 'Maximum of 180 links': max_val 179 caps the generated values)",
+      behaviour="A generated (GEN) EV profile's EVs keep every field within its [min_val, max_val]: with T0 "
+                "capped at 179, no packet carries an EV whose T0 field is 180-255, and every EV is an expansion "
+                "of the fields.",
+      failure="a generated EV has a field outside its range (or is not an expansion of the fields)",
+      network="lossless", mutants=["ev-fields-ignored", "ev-halves-swapped", "sticky-ev"], needs=["ev_fields"])
+def _gen_ranges(t):
+    sc, req, rsp, region = requester_pair(t, iut=dict(ev_gen_count=32, ev_format=FORMAT, ev_fields=FIELDS,
+                                                      ev_active=32, mtu=1024))
     post(sc, req, 1, pattern(32 * 1024), region)
     t.expect(sc.run(sends_done(req, 1), max_ps=5 * MS), "the write did not complete")
-    used = [p for p in sc.sent(req) if p.ev == expand(bad)]
-    t.expect(not used, f"{len(used)} packet(s) on the out-of-range EV {expand(bad):#x} (T0 field 200 > 179)")
-    if "ev_query" in t.iut.features:
-        st = {e.ev: e.state for e in req.ep.ev_table()}
-        t.expect(st.get(expand(bad)) == "DENIED", f"the out-of-range EV is {st.get(expand(bad))}, not DENIED")
+    seen = {p.ev for p in sc.data_sent(req)}
+    out = sorted(hex(e) for e in seen if e >> 24 > 179)
+    t.expect(not out, f"EVs {out[:4]} have T0 field > 179 (max_val)")
+    t0 = {e >> 24 for e in seen}
+    raws = {raw_of(a, b, c, d) for a in t0 for b in range(16) for c in range(4) for d in range(16)}
+    wrong = sorted(hex(e) for e in seen - {expand(r) for r in raws})
+    t.expect(not wrong, f"EVs {wrong[:4]} are not expansions of the profile's fields")
+    t.expect(len(seen) >= 16, f"only {len(seen)} of 32 generated EVs used over 32 packets")
 
 
 @case("controller.denied-never-used", MUST, registry=CASES,

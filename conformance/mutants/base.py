@@ -195,6 +195,9 @@ class MutantEndpoint(Endpoint):
     def ep_responses(self):
         return self._hook("ep_responses")
 
+    def ctl(self, call, args=None, now=0):
+        return self._hook("ctl", call, dict(args or {}), now)
+
 
 class MutantAdapter(Adapter):
     """The reference implementation with one deliberate bug."""

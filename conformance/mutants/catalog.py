@@ -6,6 +6,7 @@ from mrc.wire import EvMode
 from ..adapter import Completion
 from ..packets import opcode_of
 from .base import Mutant, View, region_of, swap_ev
+from .ctl import CTL_MUTANTS
 
 SACK, NACK, PROBE, ACK, EP_REQ, EP_RSP = 0xDC, 0xDD, 0xDE, 0xD1, 0xD8, 0xD9
 TRIMMED, LASTHOP, NO_BITMAP, OOR, UNEXP = 0x01, 0x02, 0x06, 0x0B, 0x19
@@ -297,17 +298,17 @@ def _backup_lens(other_plane: bool):
         if not v.is_data:
             return
         table = ep.inner.qp.ev_states()
-        first = ep.scratch.setdefault("initial", {e["ev"] for e in table if e["active"]})
+        first = ep.scratch.setdefault("initial", {e["value"] for e in table if e["active"]})
         if v["ev"] in first:
             return
         plane = v.port
         if other_plane:
-            cands = [e for e in table if e["port"] != plane and e["ev"] not in first
+            cands = [e for e in table if e["port"] != plane and e["value"] not in first
                      and e["state"] in ("GOOD", "SKIP")]
         else:
-            cands = [e for e in table if e["port"] == plane and e["ev"] in first and e["state"] == "GOOD"]
+            cands = [e for e in table if e["port"] == plane and e["value"] in first and e["state"] == "GOOD"]
         if cands:
-            v.set(ev=cands[0]["ev"], port=cands[0]["port"] - 1)
+            v.set(ev=cands[0]["value"], port=cands[0]["port"] - 1)
             v.port = cands[0]["port"]
     return fn
 
@@ -376,7 +377,8 @@ MUTANTS = [
     Mutant("single-plane", "sends everything on the first NIC port", hooks={"transmit": _single_plane},
            trigger=_TX_ANY,
            collateral=('controller.ev-field-expansion', 'controller.port-status-tx', 'requester.retry-exhausted', 'requester.spray-ev-set', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]',
-                       'controller.ev-probe-response', 'controller.ev-probe-rtt', 'requester.backup-same-plane')),
+                       'controller.ev-probe-response', 'controller.ev-probe-rtt', 'requester.backup-same-plane',
+                       'controller.ep-req-tc', 'controller.ep-rsp-timeout', 'controller.ep-adj-svc-time')),
     Mutant("sticky-ev", "stamps every data packet with the first EV of its plane (no spraying)", tx=_sticky,
            tx_ops=DATA,
            collateral=('controller.denied-never-used', 'controller.ev-events', 'controller.ev-field-expansion', 'controller.ev-state-query', 'controller.event-mask', 'requester.lasthop-no-penalty', 'requester.skip-after-ecn', 'requester.trimmed-skips-ev', 'wire.ev-encoding[stev]', 'wire.ev-encoding[udp]', 'wire.srv6-carrier',
@@ -555,4 +557,5 @@ def _reverse_carrier(v: View) -> None:
     v.changed = True
 
 
+MUTANTS += CTL_MUTANTS  # the controller surface's (mutants/ctl.py)
 BY_NAME = {m.name: m for m in MUTANTS}

@@ -38,7 +38,7 @@ def flatten(s: dict) -> dict:
             elif v is None or isinstance(v, (int, float, str, bool)):
                 row[f"{prefix}{k}"] = v
 
-    for part in ("fct_us", "slowdown", "flows", "sim", "counters", "bytes", "packets", "engine", "fabric"):
+    for part in ("fct_us", "slowdown", "flows", "sim", "counters", "bytes", "packets", "engine", "fabric", "routing"):
         put(f"{part}_", s.get(part) or {})
     out = s.get("outcome") or {}
     row["outcome_failed"] = out.get("failed")

@@ -147,10 +147,12 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
     cells = sw.cells(code)
     grid_keys = list(sw.grid)
     seen = set()
+    first = None
     for c in cells:  # every transport is checked before anything runs (a grid point's error is the cell's)
         if c.transport not in seen:
             seen.add(c.transport)
-            scenario.parse(c.data, sw.name, sw.base_dir)
+            sc = scenario.parse(c.data, sw.name, sw.base_dir)
+            first = first or sc
     out = pathlib.Path(out) if out is not None else None
     keep_files = keep_files and out is not None
     rows: dict[int, dict] = {}
@@ -177,6 +179,12 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
     echo(f"sweep {sw.name}: {plural(len(cells), 'cell')} ({plural(len(sw.transports), 'transport')} x "
          f"{plural(len(sw.points()), 'grid point')} x {plural(len(sw.seeds), 'seed')}), {len(rows):,} already done, "
          f"{len(todo):,} to run")
+    if first is not None:
+        from mrc.emulator import metrics, summary_table
+
+        gridded = [k for k in sw.grid if k in ("switch.route_detect_us", "switch.route_converge_us")]
+        echo(summary_table.routing_text(metrics.routing(first))
+             + (f" ({', '.join(gridded)} as the grid sets)" if gridded else ""))
     bar = None
     last_flush = [0.0]
 

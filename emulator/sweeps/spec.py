@@ -235,8 +235,8 @@ def _is_sweep_file(source) -> bool:
         return False
     try:
         return "sweep" in tomllib.loads(p.read_text())
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-        return False
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError):
+        return False  # not one: the scenario reader then says what is wrong with it
 
 
 def dump(sw: Sweep) -> str:
@@ -253,10 +253,7 @@ def dump(sw: Sweep) -> str:
 def load(path) -> Sweep:
     """A `Sweep` from its ``sweep.toml``."""
     p = pathlib.Path(path)
-    try:
-        d = tomllib.loads(read_text(p, "sweep"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError("sweep", str(path), f"not valid TOML: {exc}") from None
+    d = scenario.decode_toml(read_text(p, "sweep"), str(path))
     s = d.get("sweep")
     if not isinstance(s, dict) or not isinstance(d.get("scenario"), dict):
         raise ConfigError("sweep", str(path), "a sweep file has [sweep] and [scenario] tables")

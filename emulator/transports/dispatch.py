@@ -49,6 +49,9 @@ Transports = namedtuple("Transports", [
     # hint), each QP's TX and RX row (a copy the prefetches read without the QP row)
     "core", "mrc_p", "mrc_hdr", "mrc_host", "mrc_ctl", "mrc_free", "mrc_s", "mrc_evlog", "mrc_next",
     "mrc_rows",
+    # MRC with dynamic MPR (``mpr_budget``): per host the responder QPs receiving a message, per QP whether
+    # it is one of them (empty when off)
+    "mrc_rx_active", "mrc_rx_on",
 ])
 Transports.__doc__ = "State of every transport (unused ones hold empty tables, so one compiled loop serves all)."
 

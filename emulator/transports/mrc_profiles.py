@@ -90,6 +90,38 @@ def profiles(F, src, dst, ev_count, seed, ev_out, plane_out, n_out, one_per_plan
             state_out[i, j] = good if j < k else unused
 
 
+@njit
+def hashed_profiles(F, n_qp, ev_count, seed, ev_out, plane_out, n_out, state_out, good, unused):
+    """Profiles of hashed entropies (``entropy = "hashed"``): per QP, ``ev_count`` entropies spread evenly over
+    the planes; on each plane a random base drawn per QP (from the run's seed and the QP's index) with its low
+    bits replaced by 0 .. share - 1, as htsim's UecMpOblivious builds its entropies (random upper bits, the path
+    index in the low ones). An EV is the plane (the EV format's plane field) above the entropy; the switches
+    hash the whole of it (`mrcctl.route_ev`). A QP's EVs get state `good`, its slots after them `unused`."""
+    P = F.n_planes
+    shift = F.ev[0]["shift"]  # the plane field's position: the entropy is every bit below it
+    emask = (np.int64(1) << shift) - 1
+    for i in range(n_qp):
+        x = _mix(np.uint64(seed) + np.uint64(i + 1) * np.uint64(0xD6E8FEB86659FD93)) | np.uint64(1)
+        k = 0
+        for p in range(P):
+            share = ev_count // P + (1 if p < ev_count % P else 0)
+            share = max(share, 1)
+            low = np.int64(1)
+            while low < share:
+                low <<= 1
+            x ^= x >> np.uint64(12)
+            x ^= x << np.uint64(25)
+            x ^= x >> np.uint64(27)
+            base = np.int64((x * np.uint64(0x2545F4914F6CDD1D)) >> np.uint64(16)) & emask & ~(low - 1)
+            for j in range(share):
+                ev_out[i, k] = (np.int64(p) << shift) | base | j
+                plane_out[i, k] = p
+                k += 1
+        n_out[i] = k
+        for j in range(state_out.shape[1]):
+            state_out[i, j] = good if j < k else unused
+
+
 def rdma_udp_sport(lqpn, rqpn):
     """RoCEv2 UDP source port of a QP pair: Linux's rdma_calc_flow_label then
     rdma_flow_label_to_udp_sport (include/rdma/ib_verbs.h), vectorised."""
@@ -150,7 +182,10 @@ def auto_mpr(max_window_bytes: int, mtu: int) -> int:
 
 
 def profile_sizes(topo, p: dict) -> int:
-    """EVs per QP at most (the profile size for the pairs with the most paths)."""
+    """EVs per QP at most (the profile size for the pairs with the most paths; with hashed entropy every QP's
+    ``ev_count`` = ``paths``, rounded up to a multiple of the planes)."""
+    if p.get("entropy") == "hashed":
+        return topo.n_planes * max(1, -(-p["ev_count"] // topo.n_planes))
     fa = topo.arrays
     most = int(fa.ev[1]["count"]) * (int(fa.ev[2]["count"]) if fa.tiers == 3 else 1)
     per_plane = 1 if p["forwarding"] == "ar" else -(-p["ev_count"] // topo.n_planes)

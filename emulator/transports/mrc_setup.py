@@ -22,10 +22,22 @@ key                      default                     meaning / source
 =======================  ==========================  ================================================
 ev_policy                per transport               any registered policy (`evpolicy.NAMES`: "MRC",
                                                      "ONE", "OBLIVIOUS", "REPS", "P2C"; docs/protocol.md)
+entropy                  "source-routed"             how an EV becomes a path: "source-routed" (the EV's
+                                                     SRv6 carrier, one distinct path per EV, as MRC's
+                                                     switches do) or "hashed" (the EV rides in the UDP
+                                                     source port and flow label, STEV mode, and every
+                                                     switch hashes it with its own seed: ECMP per hop,
+                                                     the spec's ECMP mode and htsim's oblivious
+                                                     `-paths N`); not for ``ar`` or ``mrc-1ev``
+paths                    128 (hashed entropy only)   entropies per QP with entropy = "hashed" (htsim's
+                                                     `-paths`), spread evenly over the planes: per plane
+                                                     one random base and consecutive low bits, as
+                                                     htsim's UecMpOblivious draws them (`mrc_profiles.
+                                                     hashed_profiles`)
 ev_count                 256 (``ar``: one per plane)  EVs per profile, spread evenly over the planes;
                                                      capped at the pair's distinct paths (MANI: "128 to
                                                      256 entries, distributed equally across all
-                                                     network planes")
+                                                     network planes"); source-routed entropy only
 ev_active_target         128                         active EVs (MANI: "typically over 100"); the rest
                                                      are backups
 ev_min_active            ev_count / 4                OCP example
@@ -57,6 +69,21 @@ rack                     true                        RACK loss detection (ours; 
 rto_retire               true                        an RTO retires every EV with data in flight
                                                      (ours; false: the oldest packet's EV only)
 trim_nack                true                        mrc.h TRIM_NACK_DEST ("enabled by default")
+svc_time                 false                       responder service time in SACKs and NACKs, taken
+                                                     off RTT samples (mrc.h SVC_TIME, "enabled by
+                                                     default when supported", as the library's QPs
+                                                     have it; off here so that the published runs
+                                                     stay as they were: docs/protocol.md)
+mpr_budget               0 (static MPR)              dynamic MPR (mrc.h DYNAMIC_MPR) on every QP: the
+                                                     responder QPs of a host receiving a message
+                                                     share this many units of 128 PSNs, each
+                                                     advertising max(1, budget / receiving) <= mpr
+                                                     (ours: the MRC algorithm is not public)
+qp_hint                  "none"                      "auto": each QP gets the hint an application
+                                                     that knows its traffic would give (QPs from its
+                                                     source and to its destination starting while
+                                                     it does), NSCC starting at that share of the
+                                                     window (extension; docs/protocol.md)
 cc                       "uet-1.0-nscc"              or "none" (a fixed window of ``cc_window_bytes``)
 cc_window_bytes          1.5 BDP                     the fixed window of cc = "none"
 base_rtt_us              the fabric's longest path   NSCC base RTT (the CC profile's, notes 7.2)
@@ -97,9 +124,10 @@ from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
 from mrc.emulator.transports import mrcctl, mrcqp, pairs
 from mrc.emulator.transports.dispatch import TP_MRC
-from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, profile_sizes, profiles, qp_rng,
-                                                  rdma_udp_sport)
+from mrc.emulator.transports.mrc_profiles import (auto_mpr, ecmp_pin, hashed_profiles, profile_sizes, profiles,
+                                                  qp_rng, rdma_udp_sport)
 from mrc.errors import ConfigError
+from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
 from mrc.units import US, serialization_ps
@@ -180,11 +208,23 @@ VARIANTS = [
 def parse(t: Table, topo, v: Variant) -> dict:
     rtt = base_rtt_ps(topo.spec)
     planes = topo.n_planes
+    entropy = t.choice("entropy", ("source-routed", "hashed"), "source-routed")
+    if entropy == "hashed" and v.forwarding == "ar":
+        raise ConfigError(t.key("entropy"), entropy, "ar routes adaptively at the switches, not by the EV")
+    if entropy != "hashed" and t.has("paths"):
+        raise ConfigError(t.key("paths"), t.raw("paths"), "only with entropy = \"hashed\" (source-routed "
+                          "profiles take ev_count)")
+    if entropy == "hashed" and t.has("ev_count"):
+        raise ConfigError(t.key("ev_count"), t.raw("ev_count"), "with entropy = \"hashed\" the profile is "
+                          "paths entropies")
     p = dict(
         name=v.NAME,
-        forwarding=v.forwarding,
+        forwarding="ecmp" if entropy == "hashed" else v.forwarding,
+        entropy=entropy,
+        paths=t.int("paths", 128, lo=1, hi=65535) if entropy == "hashed" else None,  # = ev_count when hashed
         ev_policy=t.choice("ev_policy", evpolicy.NAMES, v.policy),
-        ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535),
+        ev_count=t.int("ev_count", planes if v.forwarding == "ar" else 256, lo=1, hi=65535) if entropy != "hashed"
+        else t.int("paths", 128, lo=1, hi=65535),
         ev_active_target=t.int("ev_active_target", 128, lo=1, hi=65535),
         ev_min_active=t.int("ev_min_active", None, lo=0),
         mtu=t.int("mtu", 4096, lo=256, hi=1 << 16),
@@ -207,6 +247,9 @@ def parse(t: Table, topo, v: Variant) -> dict:
         rack=t.bool("rack", True),
         rto_retire=t.bool("rto_retire", True),
         trim_nack=t.bool("trim_nack", True),
+        svc_time=t.bool("svc_time", False),
+        mpr_budget=t.int("mpr_budget", 0, lo=0, hi=1 << 20),
+        qp_hint=t.choice("qp_hint", ("none", "auto"), "none"),
         cc=t.choice("cc", ("uet-1.0-nscc", "none"), "uet-1.0-nscc"),
         cc_window_bytes=t.int("cc_window_bytes", None, lo=1),
         base_rtt_us=t.num("base_rtt_us", rtt / US, lo=0, lo_open=True),
@@ -221,6 +264,9 @@ def parse(t: Table, topo, v: Variant) -> dict:
         ctl_probe_successes=t.int("ctl_probe_successes", 2, lo=1, hi=1000),
         ev_log_capacity=t.int("ev_log_capacity", 1_000_000, lo=0),
     )
+    if entropy == "hashed" and p["ev_policy"] == "ONE":
+        raise ConfigError(t.key("entropy"), entropy, "policy ONE (mrc-1ev) pins each QP to its source-routed ECMP "
+                          "path; spray:entropy=\"hashed\":paths=1 is one hashed entropy per QP")
     if planes > D.MAX_PLANES:
         raise ConfigError("topology.planes", planes, f"the MRC core handles at most {D.MAX_PLANES} planes")
     if p["cc_window_bytes"] is not None and p["cc"] != "none":
@@ -232,11 +278,15 @@ def parse(t: Table, topo, v: Variant) -> dict:
 
 
 @njit
-def _ideal(F, src, dst, ev, sizes, mtu, planes_used, hdr_data, hdr_sack, framing, lat, ideal):
-    """FCT alone on the idle fabric: the packets striped over the planes used, plus the base RTT."""
+def _ideal(F, src, dst, ev, plane, hashed, sizes, mtu, planes_used, hdr_data, hdr_sack, framing, lat, ideal):
+    """FCT alone on the idle fabric: the packets striped over the planes used, plus the base RTT (over the path of
+    the flow's first EV: its SRv6 route, or with hashed entropy the ports the switches' hashes give it)."""
     out = np.empty(MAX_ROUTE_PORTS, np.int64)
     for f in range(src.shape[0]):
-        n = ev_route(F, src[f], dst[f], ev[f], out)
+        if hashed:
+            n = ecmp_route(F, src[f], dst[f], plane[f], (ev[f] >> 16) & 0xFFFF, ev[f] & 0xFFFF, 17, out)
+        else:
+            n = ev_route(F, src[f], dst[f], ev[f], out)
         size = sizes[f]
         npk = (size + mtu - 1) // mtu
         last = size - mtu * (npk - 1)
@@ -297,8 +347,9 @@ def memory(topo, flows: np.ndarray, p: dict) -> int:
             + rows * (window * (D.TX.itemsize + D.RX.itemsize) + D.WR.itemsize) + 4096 * D.EVT.itemsize)
     cap = 4 * nf + 4096  # controller requests: at most two per (host, peer) pair each way, plus 4096
     ends = (2 * npair + H) * (ST.EP.itemsize + 4 * P * mrcqp.N_NX * 2) + n_qp * 6 * 8  # ep, mrc_next; pin, rngs, ...
+    budget = (H * 8 + n_qp) if p["mpr_budget"] > 0 else 0  # mrc_rx_active, mrc_rx_on
     return (core + ends + H * mrcctl.HC.itemsize + cap * (mrcctl.CQ.itemsize + 4)
-            + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8)
+            + p["ev_log_capacity"] * mrcqp.EVL.itemsize + nf * 8 + budget)
 
 
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
@@ -350,8 +401,12 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     ev_vals = T.ev["ev"]
     ev_planes = T.ev["plane"]
     n_ev = np.zeros(max(n_qp, 1), np.int64)
-    profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar", T.ev["state"],
-             D.EV_GOOD, D.EV_UNUSED)
+    if p["entropy"] == "hashed":
+        hashed_profiles(F, n_qp, p["ev_count"], seed, ev_vals, ev_planes, n_ev, T.ev["state"], D.EV_GOOD,
+                        D.EV_UNUSED)
+    else:
+        profiles(F, qsrc, qdst, p["ev_count"], seed, ev_vals, ev_planes, n_ev, p["forwarding"] == "ar",
+                 T.ev["state"], D.EV_GOOD, D.EV_UNUSED)
     pin = np.full(max(n_qp, 1), -1, np.int64)
     if p["ev_policy"] == "ONE" and n_qp:
         qplane = rng.integers(0, P, n_qp) if P > 1 else np.zeros(n_qp, np.int64)
@@ -366,6 +421,8 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         cc = core_setup.nscc_profile(mtu=mtu, rate_bps=planes_used * link, base_rtt_ps=base_rtt, trimming=bool(sw.trim))
     core_setup.write_cc(T, 0, cc)
 
+    ideal = ideal_ps(topo, flows, p, sw, cfg_switch_latency_ps, ev_vals, ev_planes, req[pair], planes_used)
+
     # QP attributes: validated once, then written to every row
     attrs = dict(mtu=mtu, mpr=mpr, mpr_dest=mpr, timeout=p["timeout"], retry_linear=p["retry_linear"],
                  retry_exp=p["retry_exp"], ev_active_target=p["ev_active_target"],
@@ -379,7 +436,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
                  rev_rotate=int(p["rev_rotate"]), rev_probe_miss_bad=int(p["rev_probe_miss_bad"]),
                  rto_reprobe=int(p["rto_reprobe"]), rack=int(p["rack"]), rto_retire=int(p["rto_retire"]),
                  dscp_data=sw.dscp.data, dscp_rtx=sw.dscp.retx, dscp_ctrl=sw.dscp.control, emulate_access=1,
-                 trim_nack_dest=int(p["trim_nack"]), ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
+                 trim_nack_dest=int(p["trim_nack"]), svc_time_report=int(p["svc_time"]),
+                 svc_time_peer=int(p["svc_time"]), dynamic_mpr=int(p["mpr_budget"] > 0),
+                 ev_policy=p["ev_policy"], reps_buffer=p["reps_buffer"],
                  reps_reuse=p["reps_reuse"], reps_per_psn=int(p["reps_per_psn"]),
                  reps_explore=p["reps_explore"], reps_freeze_ps=int(round(p["reps_freeze_us"] * US)))
     if n_qp:
@@ -413,17 +472,20 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         qp["rng"][:n_qp] = rngs
         qp["state"][:n_qp] = D.QPS_RESET
         qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
-
+        if p["qp_hint"] == "auto":
+            qp["hint_share"][req] = auto_hint_share(flows, firsts, ideal)
     # engine-side tables
     mp = np.zeros(1, mrcqp.MP)
     mp[0]["n_qp"] = n_qp
     mp[0]["mtu"] = mtu
-    mp[0]["fwd"] = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_AR
+    mp[0]["fwd"] = {"srv6": ST.FWD_SRV6, "ecmp": ST.FWD_ECMP, "ar": ST.FWD_AR}[p["forwarding"]]
     mp[0]["dscp_ctrl"] = sw.dscp.control
     mp[0]["ctl_timeout"] = int(round(p["ctl_timeout_us"] * US))
     mp[0]["ctl_retries"] = p["ctl_retries"]
     mp[0]["ctl_probe"] = int(round(p["ctl_probe_us"] * US))
     mp[0]["ctl_probe_ok"] = p["ctl_probe_successes"]
+    mp[0]["mpr_budget"] = p["mpr_budget"]
+    mp[0]["mpr_max"] = mpr
     host = np.zeros(H, mrcctl.HC)
     host["deadline"] = ST.NEVER
     host["local_ports"] = (1 << P) - 1
@@ -438,18 +500,59 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     s[mrcctl.MS_FREE_N] = cap
     hdr = header_sizes()
 
-    # ideal FCTs over the first EV of each flow's profile
-    ideal = np.zeros(nf, np.int64)
-    if nf:
-        data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
-        sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
-        _ideal(F, fsrc, fdst, ev_vals[req[pair], 0].astype(np.int64), sizes, mtu, planes_used, data_hdr, sack,
-               sw.framing_bytes, cfg_switch_latency_ps, ideal)
+    budget = p["mpr_budget"] > 0
     fields = {"core": T, "mrc_p": mp, "mrc_hdr": hdr, "mrc_host": host, "mrc_ctl": ctl, "mrc_free": free,
               "mrc_s": s, "mrc_evlog": np.zeros(p["ev_log_capacity"], mrcqp.EVL),
               "mrc_next": np.full((len(ep) * P, mrcqp.N_NX), -1, np.int64),
-              "mrc_rows": np.stack([T.qp["tx_row"][:n_qp], T.qp["rx_row"][:n_qp]], axis=1).astype(np.int32)}
+              "mrc_rows": np.stack([T.qp["tx_row"][:n_qp], T.qp["rx_row"][:n_qp]], axis=1).astype(np.int32),
+              "mrc_rx_active": np.zeros(H if budget else 0, np.int64),
+              "mrc_rx_on": np.zeros(n_qp if budget else 0, np.uint8)}
     return ep, fields, ideal
+
+
+def ideal_ps(topo, flows, p, sw, cfg_switch_latency_ps, ev_vals, ev_planes, req_of_flow, planes_used) -> np.ndarray:
+    """Each flow's FCT alone on the idle fabric (ps), over the first EV of its QP's profile (its hashed route with
+    entropy="hashed")."""
+    nf = len(flows)
+    ideal = np.zeros(nf, np.int64)
+    if nf:
+        hdr = header_sizes()
+        data_hdr = int(hdr[int(Opcode.MRC_WRITE_MIDDLE)])
+        sack = int(hdr[int(Opcode.MRC_RELIABILITY_SACK)])
+        _ideal(topo.arrays, flows["src"].astype(np.int64), flows["dst"].astype(np.int64),
+               ev_vals[req_of_flow, 0].astype(np.int64), ev_planes[req_of_flow, 0].astype(np.int64),
+               p["entropy"] == "hashed", flows["size"].astype(np.int64), p["mtu"], planes_used,
+               data_hdr, sack, sw.framing_bytes, cfg_switch_latency_ps, ideal)
+    return ideal
+
+
+def _overlapping(host: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per flow: the flows of the same `host` running when it starts (start <= its start < end; itself included)."""
+    times, inv = np.unique(np.concatenate([start, end]), return_inverse=True)
+    m = len(times) + 1
+    s_rank, e_rank = inv[:len(start)], inv[len(start):]
+    base = host.astype(np.int64) * m
+    starts = np.sort(base + s_rank)
+    ends = np.sort(base + e_rank)
+    at = base + s_rank
+    return (np.searchsorted(starts, at, "right") - np.searchsorted(ends, at, "right")).astype(np.int64)
+
+
+def auto_hint_share(flows: np.ndarray, firsts: np.ndarray, ideal: np.ndarray) -> np.ndarray:
+    """``qp_hint = "auto"``: the QP hint of each pair's requester (`mrc.core.setup.hint_share`) as an application
+    that knows its traffic gives it, from its first flow: ``num_qps_per_peer x num_send_peers`` = the flows
+    from its source host running when it starts (a flow runs from its start for its ideal FCT),
+    ``num_remote_recv_peers`` = those to its destination host; the share is the larger, at most 65535. A flow
+    started by another's completion (``start`` -1: a collective's later steps) has no start to compare:
+    it counts for no other and gets no hint (1)."""
+    start = flows["start"].astype(np.int64)
+    timed = start >= 0
+    share = np.ones(len(flows), np.int64)
+    if timed.any():
+        s = start[timed]
+        e = s + np.maximum(ideal[timed], 1)
+        share[timed] = np.maximum(_overlapping(flows["src"][timed], s, e), _overlapping(flows["dst"][timed], s, e))
+    return np.minimum(share[firsts], 65535).astype(np.uint16)
 
 
 def empty() -> dict:
@@ -458,7 +561,8 @@ def empty() -> dict:
     return {"core": T, "mrc_p": np.zeros(0, mrcqp.MP), "mrc_hdr": np.zeros(256, np.int32),
             "mrc_host": np.zeros(0, mrcctl.HC), "mrc_ctl": np.zeros(0, mrcctl.CQ), "mrc_free": np.zeros(0, np.int32),
             "mrc_s": np.zeros(mrcctl.N_MS, np.int64), "mrc_evlog": np.zeros(0, mrcqp.EVL),
-            "mrc_next": np.zeros((0, mrcqp.N_NX), np.int64), "mrc_rows": np.zeros((0, 2), np.int32)}
+            "mrc_next": np.zeros((0, mrcqp.N_NX), np.int64), "mrc_rows": np.zeros((0, 2), np.int32),
+            "mrc_rx_active": np.zeros(0, np.int64), "mrc_rx_on": np.zeros(0, np.uint8)}
 
 
 def collect(T) -> dict:
@@ -467,7 +571,7 @@ def collect(T) -> dict:
     n_qp = int(T.mrc_p[0]["n_qp"]) if len(T.mrc_p) else 0
     q = T.core.qp[:n_qp]
     return {"ev_events": T.mrc_evlog[:n].copy(),
-            "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "rtx_timeouts", "losses",
+            "qp": {k: int(q[k].sum()) for k in ("tx_pkts", "rtx_pkts", "rtx_spurious", "lost_acked", "rtx_timeouts", "losses",
                                                  "trims_rx", "ecn_sacks_rx", "probes_tx", "sacks_tx", "nacks_tx",
                                                  "rx_dup", "rx_trimmed", "ev_floor_hits", "ev_skips")}}
 

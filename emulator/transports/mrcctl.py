@@ -44,7 +44,7 @@ from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
-from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
+from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_ecmp, pkt_route_srv6
 from mrc.emulator.sched import wake
 from mrc.fabric.paths import ev_carrier
 from mrc.wire.constants import ENDPOINT_QPN, OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE
@@ -128,6 +128,22 @@ def deadline(T, h):
     return T.mrc_host[h]["deadline"]
 
 
+@njit(inline="always")
+def route_ev(E, F, fwd, pkt, src, dst, ev, key):
+    """Route packet `pkt` of an MRC endpoint by its EV: SRv6 (the EV's carrier, `mrc.fabric.paths.ev_carrier`;
+    the switches shift and look up), hashed entropy (``entropy = "hashed"``: the EV rides in the UDP source port
+    and flow label as in the STEV mode, `mrc.wire.ev`, and every switch hashes them with its own seed, ECMP per
+    hop, `forward`), or adaptive routing (`ar`; `key` spreads the ECMP repair's tie-breaks)."""
+    if fwd == ST.FWD_SRV6:
+        hi, lo = ev_carrier(F, src, dst, ev)
+        pkt_route_srv6(E, pkt, hi, lo)
+    elif fwd == ST.FWD_ECMP:
+        e = np.int64(ev)
+        pkt_route_ecmp(E, pkt, (e >> 16) & 0xFFFF, e & 0xFFFF)
+    else:
+        pkt_route_ar(E, pkt, 0xC000 | (key & 0x3FFF), 0)
+
+
 @njit
 def tx_next(E, F, T, ep, now, port, pkt):
     """Host controller `ep` may send on NIC port `port`: its first queued request or answer that can go."""
@@ -152,14 +168,12 @@ def tx_next(E, F, T, ep, now, port, pkt):
     hd["port_status_mask"] = C[r]["mask"] if psu else T.mrc_host[h]["local_ports"]
     hd["ts"] = 1
     hd["tx_timestamp"] = (now // 8000) & 0xFFFF
+    if hd["opcode"] == OP_MRC_ENDPOINT_RESPONSE:
+        hd["svc_time"] = CP.service_time_ns(C, r, now)
     hd["ev"] = ev
     size = T.mrc_hdr[hd["opcode"]]
     pkt_new(E, pkt, h, d, ctl_ep(T, d), -1, plane, size, ST.CLS_CTRL, ST.ECN_NOT_ECT, mp["dscp_ctrl"], now)
-    if mp["fwd"] == ST.FWD_SRV6:
-        hi, lo = ev_carrier(F, h, d, ev)
-        pkt_route_srv6(E, pkt, hi, lo)
-    else:
-        pkt_route_ar(E, pkt, 0xC000 | (h & 0x3FFF), 0)
+    route_ev(E, F, mp["fwd"], pkt, h, d, ev, h)
     CP.sent(C, T.mrc_host, T.mrc_free, T.mrc_s, h, r, now, mp["ctl_timeout"], mp["ctl_probe"])
     if kind == CP.K_PSU_REQ:
         E.ctr[ST.C_PSU_SENT] += 1
@@ -195,7 +209,7 @@ def on_rx(E, F, T, ep, pkt, now):
                 E.ep[qp]["planes"] = evset.plane_mask(core, qp)
                 wake(E, qp)
         _counted(E, CP.respond(T.mrc_ctl, T.mrc_host, T.mrc_free, T.mrc_s, h, src, op, hd["req_id"], np.int64(hd["ev"]),
-                               hd["port"], mp["dscp_ctrl"], hd["tx_timestamp"]))
+                               hd["port"], mp["dscp_ctrl"], hd["tx_timestamp"], now))
         return
     if hd["opcode"] != OP_MRC_ENDPOINT_RESPONSE:
         return

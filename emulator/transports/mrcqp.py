@@ -14,7 +14,9 @@ does only what a NIC and its driver do around a protocol engine:
   headers of its opcode, ICRC: ``mrc_hdr``) plus payload; its class is
   control for SACK / NACK / AETH, data otherwise (as its DSCP says); it is
   routed by the SRv6 carrier of its EV (`mrc.fabric.paths.ev_carrier`: the
-  switches then shift and look up) or, for ``ar``, by adaptive routing;
+  switches then shift and look up), with ``entropy = "hashed"`` by ECMP
+  hashing of the EV in its UDP source port and flow label at every switch, or,
+  for ``ar``, by adaptive routing (`mrcctl.route_ev`);
 - ``on_rx``: `on_packet` with the received header row (trim and ECN as the
   switches left them);
 - ``ready_at`` / ``next_deadline`` / ``on_timer``: `tx_ready`, `next_deadline`,
@@ -22,7 +24,11 @@ does only what a NIC and its driver do around a protocol engine:
 - after every call the core's events are drained: completions end flows
   (`flows.send_done` / `failed`), EV state changes are counted, logged
   (``mrc_evlog``: time, QP, EV, state, drop count) and handed to the
-  controller; the receiver's bytes give goodput and ``recv_done``.
+  controller; the receiver's bytes give goodput and ``recv_done``;
+- dynamic MPR (transport parameter ``mpr_budget`` > 0; the policy is ours, the
+  MRC algorithm is not public): a host's responder QPs that are receiving a
+  message share the budget, and each advertises its share, from its next
+  packet on (`mrc.core.mpr.set_mpr_dest`; ``mrc_rx_active``, ``mrc_rx_on``).
 
 Counters it keeps for the engine: data packets, retransmissions (and
 spurious ones, from the core's QP counters), timeouts, probes, SACKs, NACKs
@@ -34,13 +40,12 @@ import numpy as np
 
 from mrc.core import dispatch as cdisp
 from mrc.core import dtypes as D
-from mrc.core import evpolicy, evset, qp as core_qp, setup as core_setup
+from mrc.core import evpolicy, evset, mpr, qp as core_qp, setup as core_setup
 from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
-from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_srv6
+from mrc.emulator.pool import pkt_new
 from mrc.emulator.transports import mrcctl
-from mrc.fabric.paths import ev_carrier
 from mrc.core.cachelines import prefetch, prefetch_lines
 from mrc.core.tables import psn_slot
 from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, NackReason
@@ -48,12 +53,14 @@ from mrc.wire.constants import OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK, OP_M
 MP = np.dtype([
     ("n_qp", np.int64),  # QP endpoints are 0 .. n_qp - 1; host h's controller is n_qp + h
     ("mtu", np.int64),
-    ("fwd", np.int64),  # state.FWD_SRV6 or FWD_AR
+    ("fwd", np.int64),  # state.FWD_SRV6, FWD_ECMP (hashed entropy) or FWD_AR
     ("dscp_ctrl", np.int64),
     ("ctl_timeout", np.int64),  # ps: a port status update unanswered this long is sent again
     ("ctl_retries", np.int64),
     ("ctl_probe", np.int64),  # ps between controller EV probes (0: off)
     ("ctl_probe_ok", np.int64),  # answers in a row that return an EV to GOOD
+    ("mpr_budget", np.int64),  # dynamic MPR: units of 128 PSNs a host's receiving responder QPs share (0: off)
+    ("mpr_max", np.int64),  # the QPs' configured MPR, the most a share may be
 ], align=True)
 
 EVL = np.dtype([  # an EV event (mrc_ctl.h: "Only EV_ASSUMED_BAD and EV_GOOD")
@@ -72,6 +79,40 @@ NR_OOR = int(NackReason.PSN_OOR_WINDOW)
 
 
 @njit
+def _rx_join(E, T, resp):
+    """Dynamic MPR: responder QP `resp` is receiving a message (counted once)."""
+    if T.mrc_rx_on[resp] == 0:
+        T.mrc_rx_on[resp] = 1
+        T.mrc_rx_active[E.ep[resp]["host"]] += 1
+
+
+@njit
+def _rx_leave(E, T, resp):
+    """Dynamic MPR: responder QP `resp` is no longer receiving (its message arrived, or its flow failed)."""
+    if T.mrc_rx_on[resp] != 0:
+        T.mrc_rx_on[resp] = 0
+        T.mrc_rx_active[E.ep[resp]["host"]] -= 1
+
+
+@njit(inline="always")
+def _mpr_follow(E, T, ep):
+    """Dynamic MPR: responder QP ep advertises its host's share of ``mpr_budget`` (at least 1, at most ``mpr_max``)."""
+    mp = T.mrc_p[0]
+    share = mp["mpr_budget"] // max(T.mrc_rx_active[E.ep[ep]["host"]], 1)
+    share = min(max(share, 1), mp["mpr_max"])
+    if T.core.qp[ep]["mpr_dest"] != share:
+        mpr.set_mpr_dest(T.core, ep, share)
+
+
+@njit
+def _failed(E, T, f, now):
+    """Flow f failed (its QP in error)."""
+    if T.mrc_p[0]["mpr_budget"] > 0:
+        _rx_leave(E, T, E.ep[E.flow[f]["ep"]]["peer"])
+    flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+
+
+@njit
 def _drain(E, T, now):
     """Handle the events the core reported (the core table is empty afterwards)."""
     core = T.core
@@ -85,7 +126,7 @@ def _drain(E, T, now):
             if e["status"] == D.WC_SUCCESS:
                 flows.send_done(E, f, now)
             else:
-                flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+                _failed(E, T, f, now)
         elif kind == D.E_EV_STATE:
             if e["ev_state"] == D.EV_ASSUMED_BAD:
                 E.ctr[ST.C_EV_BAD] += 1
@@ -107,7 +148,7 @@ def _drain(E, T, now):
                 E.ctr[ST.C_EVLOG_DROPPED] += 1
         elif kind == D.E_QP_ERROR:
             E.ctr[ST.C_QP_ERRORS] += 1
-            flows.failed(E, E.ep[qp]["flow"], now, ST.WHY_RETRY_EXCEEDED)
+            _failed(E, T, E.ep[qp]["flow"], now)
     core.evt_n[0] = 0
 
 
@@ -124,6 +165,8 @@ def flow_start(E, F, T, f, now):
     if st == D.QPS_ERROR or core.qp[resp]["state"] == D.QPS_ERROR:
         flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
         return
+    if T.mrc_p[0]["mpr_budget"] > 0:
+        _rx_join(E, T, resp)
     if st == D.QPS_RTS:
         core_qp.post_write(core, req, f, D.WR_WRITE, 0, 0, 0, 0, E.flow[f]["size"], 0, now)
         if core.evt_n[0] > 0:
@@ -310,11 +353,7 @@ def tx_next(E, F, T, ep, now, port, allow_data, pkt):
     size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
     cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
     pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
-    if mp["fwd"] == ST.FWD_SRV6:
-        hi, lo = ev_carrier(F, host, dst, h["ev"])
-        pkt_route_srv6(E, pkt, hi, lo)
-    else:
-        pkt_route_ar(E, pkt, 0xC000 | (ep & 0x3FFF), 0)
+    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, h["ev"], ep)
     _count_sent(E, T, ep, kind, pkt)
     if core.evt_n[0] > 0:
         _drain(E, T, now)
@@ -350,6 +389,9 @@ def on_rx(E, F, T, ep, pkt, now):
         return
     core = T.core
     q = core.qp[ep]
+    budget = T.mrc_p[0]["mpr_budget"] > 0
+    if budget and T.mrc_rows[ep, 1] >= 0:
+        _mpr_follow(E, T, ep)
     rx0 = q["rx_bytes"]
     msn0 = q["rx_msn"]
     spur0 = q["rtx_spurious"]
@@ -361,6 +403,8 @@ def on_rx(E, F, T, ep, pkt, now):
         # completes it (its MSN moves on: the bytes counted are the connection's)
         if (q["rx_bytes"] >= E.flow[f]["size"]) if E.flow[f]["conn"] < 0 else (q["rx_msn"] != msn0):
             flows.recv_done(E, f, now)
+            if budget:
+                _rx_leave(E, T, ep)
     if q["rtx_spurious"] != spur0:
         E.ctr[ST.C_SPURIOUS] += q["rtx_spurious"] - spur0
     if core.evt_n[0] > 0:

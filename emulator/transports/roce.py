@@ -1,13 +1,24 @@
 """`roce-ecmp`: RoCEv2 RC as deployed today, the baseline MRC is measured against.
 
-One flow = one RC QP pair: a requester endpoint on the source host (RDMA
-WRITE packets FIRST / MIDDLE / LAST / ONLY) and a responder endpoint on the
-destination (ACK, NAK, CNP). Behaviour (IBTA RoCEv2; parameters in
-`DEFAULTS`, documented in docs/emulator.md):
+One flow (or one connection's messages) = ``qps`` RC QP pairs (default 1):
+each a requester endpoint on the source host (RDMA WRITE packets FIRST /
+MIDDLE / LAST / ONLY) and a responder endpoint on the destination (ACK, NAK,
+CNP). Behaviour (IBTA RoCEv2; parameters in `roce_setup`, documented in
+docs/emulator.md):
 
+- QP scaling: with ``qps = N`` a message is split into N parts, one per QP,
+  as NCCL's IB transport splits a message over a connection's QPs
+  (``NCCL_IB_QPS_PER_CONNECTION`` = N with ``NCCL_IB_SPLIT_DATA_ON_QPS`` = 1:
+  `ncclIbMultiSend` posts part k, ``ceil(ceil(size / N) / 128) * 128`` bytes
+  (the last ones shorter, or empty and then not posted), on QP k); each QP has
+  its own PSNs, go-back-N, retransmission timer and DCQCN state, and the
+  message completes when every part is acknowledged (received: when every part
+  is). The group's first requester row (``grp``) counts the parts still
+  outstanding; a QP that errors fails the message and stops its siblings;
 - one path per QP: ECMP hashing of the 5-tuple, whose UDP source port is
-  drawn per QP (`setup`); or, with ``forwarding = "srv6"``, one static SRv6
-  path per QP (an EV drawn per QP, its carrier from `mrc.fabric`);
+  drawn per QP (`setup`: distinct within a connection); or, with
+  ``forwarding = "srv6"``, one static SRv6 path per QP (an EV drawn per QP,
+  its carrier from `mrc.fabric`);
 - the responder accepts only the expected PSN. It ACKs every ``ack_every``
   packets and the last packet of the message; on a gap it sends one NAK
   (PSN sequence error, carrying the expected PSN) per gap and discards
@@ -36,6 +47,7 @@ from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ecmp, pkt_route_srv6
+from mrc.emulator.sched import wake
 from mrc.emulator.state import NEVER
 from mrc.emulator.transports import dcqcn
 from mrc.units import serialization_ps
@@ -65,6 +77,10 @@ ROCE = np.dtype([
     ("ev", np.int64),
     ("flow", np.int32),
     ("peer", np.int32),
+    ("grp", np.int32),  # the connection's first requester row (itself with one QP)
+    ("nqp", np.int32),  # QPs of the connection (qps)
+    ("parts", np.int32),  # on the grp row: parts of the current message not yet acknowledged
+    ("parts_rx", np.int32),  # on the grp row: parts not yet received whole
     ("host", np.int32),
     ("peer_host", np.int32),
     ("sport", np.int32),
@@ -170,23 +186,17 @@ def _route(E, r, i, rp):
         pkt_route_ecmp(E, i, r["sport"], r["flow_label"])
 
 
-@njit
-def flow_start(E, F, R, RPa, f, now):
-    """Start flow f on its QP pair. A connection's next message (the one before it acknowledged:
-    `engine.start_flow`) continues the QP as it is: its PSNs go on from where the last message ended, DCQCN's
-    rate and timers carry on; on a QP that went to the error state it fails at once."""
-    rp = RPa[0]
-    ep = E.flow[f]["ep"]
+@njit(inline="always")
+def _start_qp(E, R, rp, ep, f, size, now):
+    """Start `size` bytes of flow f on the QP pair of requester `ep`. A connection's next message (the one
+    before it acknowledged: `engine.start_flow`) continues the QP as it is: its PSNs go on from where the last
+    message ended, DCQCN's rate and timers carry on."""
     r = R[ep]
-    size = E.flow[f]["size"]
     n = (size + rp["mtu"] - 1) // rp["mtu"]
     s = R[r["peer"]]
     r["flow"] = f
     s["flow"] = f
     if r["n_pkts"] > 0:
-        if r["retries"] > rp["retry_cnt"]:
-            flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
-            return
         base = r["n_pkts"]
         r["base"] = base
         s["base"] = base
@@ -239,6 +249,49 @@ def flow_start(E, F, R, RPa, f, now):
     s["nak_pending"] = 0
     s["cnp_pending"] = 0
     s["cnps"] = 0
+
+
+@njit(inline="always")
+def part_bytes(size, nqp, k):
+    """Bytes of a `size`-byte message that QP k of `nqp` carries: NCCL's split (net_ib.cc `ncclIbMultiSend`,
+    NCCL_IB_SPLIT_DATA_ON_QPS = 1): chunks of ceil(ceil(size / nqp) / 128) * 128 bytes (128-byte multiples keep
+    NCCL's LL / LL128 protocols working), in QP order, the last ones shorter or empty."""
+    if nqp == 1:
+        return size
+    chunk = ((size + nqp - 1) // nqp + 127) // 128 * 128
+    left = size - k * chunk
+    if left <= 0:
+        return 0
+    return chunk if left > chunk else left
+
+
+@njit
+def flow_start(E, F, R, RPa, f, now):
+    """Start flow f on its connection's QP pairs (`_start_qp`), one part per QP (`part_bytes`); the QPs past the
+    first are queued for the NIC (`sched.wake`). On a connection with a QP in the error state the message fails
+    at once."""
+    rp = RPa[0]
+    lead = E.flow[f]["ep"]
+    nqp = R[lead]["nqp"]
+    for k in range(nqp):
+        if R[lead + 2 * k]["retries"] > rp["retry_cnt"]:
+            flows.failed(E, f, now, ST.WHY_RETRY_EXCEEDED)
+            return
+    size = E.flow[f]["size"]
+    parts = 0
+    for k in range(nqp):
+        b = part_bytes(size, nqp, k)
+        if b <= 0 and k > 0:
+            continue  # NCCL posts an empty write there; no packet of data: nothing to model
+        ep = lead + 2 * k
+        _start_qp(E, R, rp, ep, f, b, now)
+        parts += 1
+        if k > 0:
+            E.ep[ep]["flow"] = f
+            E.ep[ep + 1]["flow"] = f
+            wake(E, ep)
+    R[lead]["parts"] = parts
+    R[lead]["parts_rx"] = parts
 
 
 @njit(inline="always")
@@ -374,7 +427,10 @@ def _on_data(E, R, rp, ep, i, now):
         r["unacked"] += 1
         flows.delivered(E, r["flow"], h["payload_len"])
         if r["epsn"] >= r["n_pkts"]:
-            flows.recv_done(E, r["flow"], now)
+            g = R[r["grp"]]
+            g["parts_rx"] -= 1
+            if g["parts_rx"] == 0:
+                flows.recv_done(E, r["flow"], now)
             r["ack_pending"] = 1
         elif r["unacked"] >= rp["ack_every"] or h["ackreq"] != 0:
             r["ack_pending"] = 1
@@ -414,7 +470,10 @@ def _on_ack(E, R, rp, ep, i, now):
         r["active"] = 0
         r["rto_at"] = NEVER
         r["rto_due"] = NEVER
-        flows.send_done(E, r["flow"], now)
+        g = R[r["grp"]]
+        g["parts"] -= 1
+        if g["parts"] == 0:
+            flows.send_done(E, r["flow"], now)
         return
     # the timeout restarts; the armed timer stays where it is (it fires early and re-arms: moving an
     # endpoint's timer on every ACK cost a heap update per ACK)
@@ -453,10 +512,15 @@ def on_timer(E, F, R, RPa, ep, now):
             r["retries"] += 1
             E.ctr[ST.C_TIMEOUTS] += 1
             if r["retries"] > rp["retry_cnt"]:
-                r["active"] = 0
-                r["rto_at"] = NEVER
-                r["rto_due"] = NEVER
-                R[r["peer"]]["active"] = 0
+                # the QP errors; its message fails, and the connection's other QPs stop with it (NCCL aborts
+                # the communicator on any QP's error completion)
+                lead = r["grp"]
+                for k in range(R[lead]["nqp"]):
+                    x = R[lead + 2 * k]
+                    x["active"] = 0
+                    x["rto_at"] = NEVER
+                    x["rto_due"] = NEVER
+                    R[x["peer"]]["active"] = 0
                 flows.failed(E, r["flow"], now, ST.WHY_RETRY_EXCEEDED)
                 return
             r["snd_nxt"] = r["snd_una"]

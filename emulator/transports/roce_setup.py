@@ -32,15 +32,26 @@ dcqcn_g ...          profile          alpha gain, alpha / decrease / increase
 trimmable            false            mark data DSCP_TRIMMABLE instead of DSCP_NO_TRIM
                                       (RoCE receivers discard trimmed packets: for
                                       experiments with trimming switches)
+qps                  1                QP pairs per connection (a flow, or a
+                                      collective channel's connection): each
+                                      message split over them as NCCL does with
+                                      NCCL_IB_QPS_PER_CONNECTION = qps and
+                                      NCCL_IB_SPLIT_DATA_ON_QPS = 1 (`roce`);
+                                      each QP its own UDP source port, so its own
+                                      ECMP hash (QP scaling, Meta's RoCE
+                                      deployment, SIGCOMM'24)
 ===================  ===============  =============================================
 
 With DCQCN the transport asks the switches for the DCQCN marking slope
 ``ecn_pmax = 0.2`` unless the scenario sets it (`DCQCN_ECN_PMAX`).
 
 Each QP's UDP source port is drawn from the ephemeral range 49152-65535 and its
-plane (NIC port) uniformly, from the run's seed; the flow label is 0. The
-responder's ACKs use their own source port (the reverse direction is its own
-5-tuple).
+plane (NIC port) uniformly, from the run's seed; the flow label is 0. The QPs
+of one connection get distinct source ports (a draw that repeats one within its
+connection is drawn again), so N QPs are N 5-tuples. The responder's ACKs use
+their own source port (the reverse direction is its own 5-tuple). Endpoints:
+QP k of pair (connection) g is requester ``2 (g qps + k)`` and responder
+``2 (g qps + k) + 1``; a flow's ``ep`` is its connection's first requester.
 """
 from __future__ import annotations
 
@@ -88,6 +99,7 @@ def parse(t: Table, topo) -> dict:
         dcqcn_clamp_after_time_inc=t.bool("dcqcn_clamp_after_time_inc", d["dcqcn_clamp_after_time_inc"]),
         cnp_interval_us=t.num("cnp_interval_us", d["cnp_interval_us"], lo=0),
         trimmable=t.bool("trimmable", False),
+        qps=t.int("qps", 1, lo=1, hi=MAX_QPS),
     )
     if p["rto_max_us"] < p["rto_us"]:
         from mrc.errors import ConfigError
@@ -96,6 +108,40 @@ def parse(t: Table, topo) -> dict:
         from mrc.errors import ConfigError
         raise ConfigError(t.key("dcqcn_min_rate_mbps"), p["dcqcn_min_rate_mbps"], f"above the {g:g} Gb/s link rate")
     return p
+
+
+# QPs per connection at most: NCCL caps NCCL_IB_QPS_PER_CONNECTION at NCCL_IB_MAX_QPS = 128 (net_ib.cc)
+MAX_QPS = 128
+
+
+def distinct_ports(rng: np.random.Generator, groups: int, per: int) -> np.ndarray:
+    """`groups` x `per` UDP source ports from the ephemeral range, distinct within each group of `per` (drawn
+    again where a group repeats one); with per = 1 exactly ``rng.integers(49152, 65536, groups)``."""
+    ports = rng.integers(49152, 65536, groups * per)
+    if per == 1:
+        return ports
+    g = ports.reshape(groups, per)
+    while True:
+        srt = np.sort(g, axis=1)
+        bad = np.flatnonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))
+        if not len(bad):
+            return g.ravel()
+        for row in bad:  # redraw the repeats of each such group (rare: 16 QPs repeat with p ~ 0.7 %)
+            seen = set()
+            for k in range(per):
+                while int(g[row, k]) in seen:
+                    g[row, k] = rng.integers(49152, 65536)
+                seen.add(int(g[row, k]))
+
+
+def split_sizes(sizes: np.ndarray, nqp: int) -> np.ndarray:
+    """(flows, nqp) bytes each QP carries of each message: `roce.part_bytes` for every (size, k), vectorised."""
+    sizes = np.asarray(sizes, np.int64)
+    if nqp == 1:
+        return sizes.reshape(-1, 1)
+    chunk = ((sizes + nqp - 1) // nqp + 127) // 128 * 128
+    left = sizes[:, None] - np.arange(nqp)[None, :] * chunk[:, None]
+    return np.clip(left, 0, chunk[:, None])
 
 
 # WRED marking probability at Kmax for the RoCE traffic class with DCQCN: 0.2, as HPCC's ns-3 (PMAX_MAP) and
@@ -166,39 +212,44 @@ def _paths(F, src, dst, plane, sport, fwd, ev, sizes, mtu, framing, lat, ideal, 
 
 
 def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_switch_latency_ps: int):
-    """Endpoints (2 per QP pair: one per flow or connection, `pairs`), the ROCE table, its parameter row, and
-    each flow's ideal FCT."""
+    """Endpoints (2 per QP pair; ``qps`` pairs per flow or connection, `pairs`), the ROCE table, its parameter
+    row, and each flow's ideal FCT."""
     nf = len(flows)
     pair, firsts = pairs.of_flows(flows)
     npair = len(firsts)
+    N = p["qps"]
+    nq = npair * N  # QP pairs: QP k of connection g is number g * N + k
     P = topo.n_planes
-    ep = np.zeros(2 * npair, ST.EP)
+    ep = np.zeros(2 * nq, ST.EP)
     ep["timer_at"] = ST.NEVER
     ep["tcode"] = TP_ROCE
-    R = np.zeros(2 * npair, roce.ROCE)
-    src = flows["src"].astype(np.int64)[firsts]  # per pair
-    dst = flows["dst"].astype(np.int64)[firsts]
-    plane = rng.integers(0, P, npair) if P > 1 else np.zeros(npair, np.int64)
-    sport_req = rng.integers(49152, 65536, npair)
-    sport_resp = rng.integers(49152, 65536, npair)
+    R = np.zeros(2 * nq, roce.ROCE)
+    src = np.repeat(flows["src"].astype(np.int64)[firsts], N)  # per QP pair
+    dst = np.repeat(flows["dst"].astype(np.int64)[firsts], N)
+    plane = rng.integers(0, P, nq) if P > 1 else np.zeros(nq, np.int64)
+    sport_req = distinct_ports(rng, npair, N)
+    sport_resp = distinct_ports(rng, npair, N)
     fwd = ST.FWD_SRV6 if p["forwarding"] == "srv6" else ST.FWD_ECMP
-    ev = np.zeros(npair, np.int64)
+    ev = np.zeros(nq, np.int64)
     if fwd == ST.FWD_SRV6:
         fmt = topo.ev_format
-        choices = [rng.integers(0, f.count, npair) for f in fmt.fields[1:]]
-        ev = np.array([topo.make_ev(int(plane[k]), *(int(c[k]) for c in choices)) for k in range(npair)], np.int64)
-    req = np.arange(0, 2 * npair, 2)
+        choices = [rng.integers(0, f.count, nq) for f in fmt.fields[1:]]
+        ev = np.array([topo.make_ev(int(plane[k]), *(int(c[k]) for c in choices)) for k in range(nq)], np.int64)
+    req = np.arange(0, 2 * nq, 2)
     resp = req + 1
+    lead = np.repeat(req[::N], N)  # each QP's connection's first requester
     ep["host"][req], ep["host"][resp] = src, dst
     ep["peer"][req], ep["peer"][resp] = resp, req
-    # a flow's own pair names it; a connection's names no flow until its first message starts
-    own = np.where(flows["conn"][firsts] < 0, firsts, -1)
+    # a flow's own pairs name it; a connection's name no flow until its first message starts
+    own = np.repeat(np.where(flows["conn"][firsts] < 0, firsts, -1), N)
     ep["flow"][req] = ep["flow"][resp] = own
     ep["planes"][req] = ep["planes"][resp] = 1 << plane
-    flows["ep"] = req[pair]
+    flows["ep"] = req[::N][pair]
     R["role"][req], R["role"][resp] = roce.ROLE_REQ, roce.ROLE_RESP
     R["flow"][req] = R["flow"][resp] = own
     R["peer"][req], R["peer"][resp] = resp, req
+    R["grp"][req] = R["grp"][resp] = lead
+    R["nqp"] = N
     R["host"][req], R["host"][resp] = src, dst
     R["peer_host"][req], R["peer_host"][resp] = dst, src
     R["plane"][req] = R["plane"][resp] = plane
@@ -208,17 +259,25 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     R["inc_at"] = ST.NEVER
     R["last_cnp"] = -1
     F = topo.arrays
-    ideal = np.zeros(nf, np.int64)  # per flow, over its pair's path
-    hi = np.zeros(nf, np.uint64)
-    lo = np.zeros(nf, np.uint64)
-    _paths(F, src[pair], dst[pair], plane[pair].astype(np.int64), sport_req[pair].astype(np.int64), fwd, ev[pair],
-           flows["size"].astype(np.int64), p["mtu"], sw.framing_bytes, cfg_switch_latency_ps, ideal, hi, lo)
+    sizes = flows["size"].astype(np.int64)
+    # each flow's FCT alone over its QPs' paths: per (flow, QP) the part that QP carries, then the slowest part
+    # (parts on one NIC port share it; that is not modelled here, so with several QPs it is a lower bound)
+    qp_of = (pair[:, None] * N + np.arange(N)[None, :]).ravel()  # per (flow, k): its QP pair
+    part = split_sizes(sizes, N).ravel()
+    alone = np.zeros(nf * N, np.int64)
+    hi = np.zeros(nf * N, np.uint64)
+    lo = np.zeros(nf * N, np.uint64)
+    _paths(F, src[qp_of], dst[qp_of], plane[qp_of].astype(np.int64), sport_req[qp_of].astype(np.int64), fwd,
+           ev[qp_of], part if N == 1 else np.maximum(part, 1), p["mtu"], sw.framing_bytes, cfg_switch_latency_ps,
+           alone, hi, lo)
+    ideal = alone if N == 1 else np.where(part > 0, alone, 0).reshape(nf, N).max(axis=1)
     if fwd == ST.FWD_SRV6:
-        hi_r = np.zeros(npair, np.uint64)
-        lo_r = np.zeros(npair, np.uint64)
+        hi_r = np.zeros(nq, np.uint64)
+        lo_r = np.zeros(nq, np.uint64)
         _paths(F, dst, src, plane.astype(np.int64), sport_resp.astype(np.int64), fwd, ev,
-               np.ones(npair, np.int64), p["mtu"], sw.framing_bytes, 0, np.zeros(npair, np.int64), hi_r, lo_r)
-        R["hi"][req], R["lo"][req], R["hi"][resp], R["lo"][resp] = hi[firsts], lo[firsts], hi_r, lo_r
+               np.ones(nq, np.int64), p["mtu"], sw.framing_bytes, 0, np.zeros(nq, np.int64), hi_r, lo_r)
+        at = np.repeat(firsts, N) * N + np.tile(np.arange(N), npair)  # each QP pair's carrier, from its first flow
+        R["hi"][req], R["lo"][req], R["hi"][resp], R["lo"][resp] = hi[at], lo[at], hi_r, lo_r
     rp = np.zeros(1, roce.RP)
     line = int(topo.port[0]["rate"])
     rp[0] = np.array((
@@ -236,28 +295,34 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
 def memory(topo, flows: np.ndarray, p: dict) -> int:
     """Bytes `setup` allocates for these flows (nothing is allocated here; `emulator.memory` adds it to
     the run's estimate): two endpoints and two ROCE rows per QP pair, and a dozen per-flow columns."""
-    return pairs.count(flows) * 2 * (ST.EP.itemsize + roce.ROCE.itemsize) + len(flows) * 12 * 8
+    return pairs.count(flows) * p.get("qps", 1) * 2 * (ST.EP.itemsize + roce.ROCE.itemsize) + len(flows) * 12 * 8
 
 
 def flow_series(T, E, flows: list, t: int) -> dict:
-    """Per flow (its requester QP), at time t: DCQCN current and target rate (Gb/s), alpha (as of t,
-    computed without touching the lazily updated state), CNPs received, rate cuts, bytes acknowledged."""
+    """Per flow (its connection's requester QPs, summed over them), at time t: DCQCN current and target rate
+    (Gb/s), alpha (as of t, computed without touching the lazily updated state; the mean over the QPs whose
+    rate limiter is on), CNPs received, rate cuts, bytes acknowledged."""
     R = T.roce
     rp = T.roce_p[0]
     out = {k: [] for k in ("rate_gbps", "target_gbps", "alpha", "cnps", "cuts", "acked_bytes")}
     for f in flows:
-        r = R[E.flow[f]["ep"]]
-        a = float(r["alpha"])
-        if r["cc_on"]:
-            k = (t - int(r["alpha_t"])) // int(rp["alpha_ps"])
-            if k > 0:
-                g = float(rp["g"])
-                a = (1 - g) * a + (g if r["alpha_cnp"] else 0.0)
-                a *= (1 - g) ** (k - 1)
-        out["rate_gbps"].append(int(r["rate"]) / 1e9)
-        out["target_gbps"].append(int(r["target"]) / 1e9)
-        out["alpha"].append(a if r["cc_on"] else float("nan"))  # no rate limiter yet
-        out["cnps"].append(int(r["cnps"]))
-        out["cuts"].append(int(r["cuts"]))
-        out["acked_bytes"].append(min(max(int(r["snd_una"]) - int(r["base"]), 0) * rp["mtu"], int(r["size"])))
+        lead = int(E.flow[f]["ep"])
+        rows = [R[lead + 2 * k] for k in range(int(R[lead]["nqp"]))]
+        alphas = []
+        for r in rows:
+            a = float(r["alpha"])
+            if r["cc_on"]:
+                k = (t - int(r["alpha_t"])) // int(rp["alpha_ps"])
+                if k > 0:
+                    g = float(rp["g"])
+                    a = (1 - g) * a + (g if r["alpha_cnp"] else 0.0)
+                    a *= (1 - g) ** (k - 1)
+                alphas.append(a)
+        out["rate_gbps"].append(sum(int(r["rate"]) for r in rows) / 1e9)
+        out["target_gbps"].append(sum(int(r["target"]) for r in rows) / 1e9)
+        out["alpha"].append(sum(alphas) / len(alphas) if alphas else float("nan"))  # no rate limiter yet
+        out["cnps"].append(sum(int(r["cnps"]) for r in rows))
+        out["cuts"].append(sum(int(r["cuts"]) for r in rows))
+        out["acked_bytes"].append(sum(min(max(int(r["snd_una"]) - int(r["base"]), 0) * rp["mtu"], int(r["size"]))
+                                      for r in rows))
     return out

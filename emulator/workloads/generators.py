@@ -154,6 +154,43 @@ def resolve_cm(name: str, base_dir, key: str) -> pathlib.Path:
                       "the scenario library)")
 
 
+def poisson_gap_us(p: dict, topo) -> float:
+    """Mean time between a host's Poisson arrivals: the CDF's mean size at ``load`` of its link."""
+    return p["cdf"].mean() * 8 / (p["load"] * float(topo.port[0]["rate"])) * 1e6
+
+
+# the key that sizes each kind's flow count (what `flow_bound`'s estimate names when it is too big)
+BOUND_KEY = {"flows": "flows", "permutation": "hosts", "all-to-all": "hosts", "allreduce-ring": "hosts",
+             "incast": "senders", "poisson": "until_us", "cm": "file"}
+
+
+def flow_bound(job, topo) -> int | None:
+    """At most how many flows `generate` makes for `job`, from its keys alone (before anything is drawn or
+    allocated; `memory.check_workload`); None for training and trace jobs, whose graphs only generating tells.
+    Poisson: the expected count of arrivals plus six standard deviations, capped by ``max_flows``."""
+    p, kind = job.params, job.kind
+    n = len(job.hosts) if job.hosts is not None else topo.n_hosts
+    if kind == "flows":
+        return len(p["flows"])
+    if kind == "permutation":
+        return n
+    if kind == "all-to-all":
+        return n * (n - 1)
+    if kind == "allreduce-ring":
+        per = n // p["groups"]
+        return p["groups"] * 2 * (per - 1) * per
+    if kind == "incast":
+        senders = len(p["senders"]) if isinstance(p["senders"], list) else p["senders"]
+        return senders + (1 if "victim" in p else 0)
+    if kind == "poisson":
+        mean = n * (p["until_us"] - p["start_us"]) / poisson_gap_us(p, topo)
+        bound = int(mean + 6 * mean**0.5) + 16
+        return bound if p["max_flows"] is None else min(bound, p["max_flows"])
+    if kind == "cm":
+        return len(p["matrix"].connections)
+    return None
+
+
 def _derangement(rng, n):
     while True:
         perm = rng.permutation(n)
@@ -224,8 +261,7 @@ def generate(b, job, hosts: np.ndarray, topo, rng: np.random.Generator) -> None:
             b.flow(hosts[vs], hosts[vd], size, start, job=j)
     elif kind == "poisson":
         cdf = p["cdf"]
-        rate_bps = float(topo.port[0]["rate"])
-        mean_gap_us = cdf.mean() * 8 / (p["load"] * rate_bps) * 1e6
+        mean_gap_us = poisson_gap_us(p, topo)
         events = []
         for i in range(n):
             t = p["start_us"]

@@ -158,6 +158,13 @@ def parse(text: str, name: str = "<trace>") -> Trace:
     return Trace(n, groups, ops, name)
 
 
+def _text(p: pathlib.Path, key: str) -> str:
+    try:
+        return p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(key, str(p), f"not UTF-8 text (byte {exc.start})") from None
+
+
 def load(path, key: str = "workload.file") -> Trace:
     p = pathlib.Path(path)
     if not p.is_file():

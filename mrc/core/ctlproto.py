@@ -28,11 +28,17 @@ extension, parameters named):
   EV and port it names, matched by (op, peer, req_id), dropped at its deadline.
 - Answers (`respond`; MRC notes 2.4: the answer returns to the sender, echoing op, req_id and the
   timestamp): sent on the request's plane, or, when that local port is down, on the same EV's
-  twin in a plane that is up (ours; needs the EV's plane field, ``ev_plane_width`` > 0).
+  twin in a plane that is up (ours; needs the EV's plane field, ``ev_plane_width`` > 0). An answer
+  reports how long it waited before it left (`service_time_ns`: EETH ``svc_time``, ns), and the
+  requester takes that off its RTT (`adjusted_rtt_ns`; ``mrc_ctl.h`` ``mrc_ctl_ep_rsp.adj_svc_time``:
+  "Non-zero if rtt has been adjusted for responder service time").
 
 Hostile input: `check_request` / `check_response` validate what a packet says before any state
-changes (op, port status mask, port); a response that matches no waiting row (late, duplicate,
-forged req_id, wrong sender) changes nothing.
+changes (op, port status mask, port; an update must report up the port it arrived on); a response
+that matches no waiting row (late, duplicate, forged req_id, wrong sender) changes nothing. An update
+that passes is still only a claim: it never takes a QP's last plane (`mrc.core.evset.plane_mask`,
+``psu_floor``), and a QP that cannot send keeps its retransmission timer (`mrc.core.requester.hold_rto`),
+so no sequence of updates leaves a QP with work and no deadline (docs/protocol.md "Liveness").
 """
 from __future__ import annotations
 
@@ -176,22 +182,26 @@ def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline)
 
 @njit_core
 def check_request(H, h, n_ports, op, mask, port):
-    """0 when a peer's ENDPOINT_REQUEST may be acted on, else the reason (BAD_*): an op other than
-    PORT_STATUS_UPDATE / EV_PROBE, a ``port_status_mask`` with bits beyond the ports, a port
-    outside [0, n_ports). Checked before any state changes (ours: the notes do not say)."""
+    """0 when a peer's ENDPOINT_REQUEST that arrived on local port `port` may be acted on, else the reason
+    (BAD_*): an op other than PORT_STATUS_UPDATE / EV_PROBE, a port outside [0, n_ports), a
+    ``port_status_mask`` with bits beyond the ports, or one that says the port it came through is down
+    (plane p joins port p of every host: an update that arrived on plane p left the sender's port p, so
+    a mask without bit p contradicts itself; a true update always leaves on a port it reports up, `pick`).
+    Checked before any state changes (ours: the notes do not say)."""
     if op != EP_PSU and op != EP_PROBE:
         return BAD_OP
     if port < 0 or port >= n_ports:
         return BAD_PORT
-    if op == EP_PSU and (i64(mask) >> n_ports) != 0:
+    if op == EP_PSU and ((i64(mask) >> n_ports) != 0 or (i64(mask) >> port) & 1 == 0):
         return BAD_MASK
     return 0
 
 
 @njit_core
-def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts):
-    """Queue host h's answer to peer src's request (MRC notes 2.4: op, req_id and timestamp echoed;
-    the answer carries h's ports). Validate first (`check_request`). Returns the row or DROPPED."""
+def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts, now):
+    """Queue host h's answer to peer src's request, which arrived at `now` (MRC notes 2.4: op, req_id and
+    timestamp echoed; the answer carries h's ports). Validate first (`check_request`). Returns the row
+    or DROPPED."""
     r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
@@ -205,8 +215,28 @@ def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts):
     C[r]["mask"] = H[h]["local_ports"]
     C[r]["tc"] = tc
     C[r]["echo_ts"] = echo_ts
+    C[r]["t_rx"] = now
     TB.enqueue(C, H, h, r)
     return r
+
+
+@njit_core
+def service_time_ns(C, r, now):
+    """The answer in row r (from `pick`) leaves at `now`: how long it waited since its request arrived, in
+    ns (EETH ``svc_time``, 32 bits: at most 2^32 - 1 ns)."""
+    t = (now - C[r]["t_rx"]) // 1000
+    if t < 0:
+        return i64(0)
+    return t if t < 0xFFFFFFFF else i64(0xFFFFFFFF)
+
+
+def adjusted_rtt_ns(rtt_ns: int, svc_time_ns: int) -> tuple[int, bool]:
+    """An endpoint request's RTT (ns) less the responder's reported service time, and whether it was adjusted
+    (``mrc_ctl_ep_rsp.rtt`` / ``adj_svc_time``). A peer that reports none (0) leaves the RTT as measured; a
+    service time longer than the round trip cannot be true and is ignored (the RTT is not adjusted)."""
+    if 0 < svc_time_ns <= rtt_ns:
+        return rtt_ns - svc_time_ns, True
+    return rtt_ns, False
 
 
 # ---------------------------------------------------------------- events out: what goes on the wire

@@ -32,6 +32,7 @@ N_S = 4
 
 REQ = np.dtype([
     ("t_sent", np.int64),
+    ("t_rx", np.int64),  # answer: when its request arrived (the answer's service time runs from here)
     ("deadline", np.int64),
     ("ev", np.int64),
     ("next", np.int32),  # next row in its host's FIFO or waiting list (-1)

@@ -119,9 +119,11 @@ def _next_control(T, i, now, port_mask, out, k):
         if s >= 0:
             reason = q["nack_reason"][0]
             if reason == responder.NACK_PROBE_REPLY:
-                responder.fill_sack(T, i, out, k, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], q["nack_m"][0], 1, s, now)
+                responder.fill_sack(T, i, out, k, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], q["nack_m"][0], 1, s,
+                                    q["nack_at"], now)
             else:
-                responder.fill_nack(T, i, out, k, reason, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], s)
+                responder.fill_nack(T, i, out, k, reason, q["nack_psn"][0], q["nack_ev"][0], q["nack_ts"][0], s,
+                                    q["nack_at"], now)
             n = q["nack_n"] - 1
             for j in range(n):
                 q["nack_reason"][j] = q["nack_reason"][j + 1]
@@ -135,7 +137,8 @@ def _next_control(T, i, now, port_mask, out, k):
     if q["ack_pending"] == D.ACK_NOW or (q["ack_pending"] == D.ACK_AT_DEADLINE and now >= q["ack_deadline"]):
         s = control_slot(T, i, q["ack_trigger_port"], port_mask, now)
         if s >= 0:
-            responder.fill_sack(T, i, out, k, q["ack_trigger_psn"], q["ack_trigger_ev"], q["ack_trigger_ts"], q["ack_m"], 0, s, now)
+            responder.fill_sack(T, i, out, k, q["ack_trigger_psn"], q["ack_trigger_ev"], q["ack_trigger_ts"], q["ack_m"], 0, s,
+                                q["ack_trigger_at"], now)
             q["ack_pending"] = D.ACK_NONE
             q["ack_pkts"] = 0
             q["ack_bytes"] = 0
@@ -318,6 +321,51 @@ def next_deadline(T, i):
 
 
 @njit_core
+def replace_ev(T, i, k, value, denied, now):
+    """REPLACE_EV on a profile QP `i` uses (`mrc.ctl`): EV slot `k` names another path from now on.
+
+    Packets in flight on the old path are resent, as when their plane goes away (`_evict_plane`):
+    what becomes of them says nothing about the new path, and a loss among them must not retire it.
+    The slot starts afresh (no counters, no probe, a backup until `evset.rebalance` picks it; GOOD, or
+    DENIED when `denied`), and it stops being its plane's reverse EV or the target of a pending
+    probe. Late answers to the old path's packets carry the old EV and match nothing. mrc_ctl.h and
+    the public notes say nothing of packets in flight on a replaced EV: ours.
+    """
+    q = T.qp[i]
+    if q["tx_row"] >= 0:
+        psn = q["una_psn"]
+        while psn_diff(q["sq_psn"], psn) > 0:
+            ent = tx_slot(T, q, psn)
+            if ent["state"] == D.TX_INFLIGHT and ent["ev_slot"] == k:
+                loss.mark_lost(T, i, psn, False)
+            psn = psn_add(psn, 1)
+    e = T.ev[q["ev_row"], k]
+    e["ev"] = value
+    e["state"] = D.EV_DENIED if denied else D.EV_GOOD
+    e["active"] = 0
+    e["probe_ok"] = 0
+    e["probe_outstanding"] = 0
+    e["losses"] = 0
+    e["probe_deadline"] = D.NEVER
+    e["probe_sent"] = -1
+    e["bad_since"] = 0
+    e["tx_pkts"] = 0
+    e["last_rtt"] = 0
+    e["ecn_marks"] = 0
+    e["trims"] = 0
+    for p in range(i64(q["n_planes"])):
+        if q["rev_ev"][p] == k:
+            q["rev_ev"][p] = -1
+    if q["rev_probe_slot"] == k:
+        q["rev_probe_slot"] = -1
+        q["rev_probe_timeout"] = D.NEVER
+    if q["rel_probe_slot"] == k:
+        q["rel_probe_slot"] = -1
+        q["rel_probe_pending"] = 0
+    evset.rebalance(T, i)
+
+
+@njit_core
 def _evict_plane(T, i, planes_lost):
     """Packets in flight on a plane that just went away are resent on the others."""
     q = T.qp[i]
@@ -334,28 +382,32 @@ def _evict_plane(T, i, planes_lost):
 
 
 @njit_core
-def set_local_ports(T, i, mask, now):
-    """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
-    q = T.qp[i]
-    old = i64(q["local_ports"])
-    lost = old & ~i64(mask)
-    gained = i64(mask) & ~old & i64(q["remote_ports"])
-    q["local_ports"] = mask
+def _ports_changed(T, i, before, now):
+    """The planes QP `i` may use went from `before` to `evset.plane_mask` now: packets in flight on a
+    plane that left are resent elsewhere, probing resumes on a plane that came back, and work that can
+    no longer leave keeps the retransmission timer running (`requester.hold_rto`)."""
+    after = evset.plane_mask(T, i)
+    lost = before & ~after
+    gained = after & ~before
     if lost:
         _evict_plane(T, i, lost)
     if gained:
         evset.planes_back(T, i, gained, now)
+    requester.hold_rto(T, i, now)
+
+
+@njit_core
+def set_local_ports(T, i, mask, now):
+    """Local NIC ports up (bit p = plane p). Down planes are removed at once, up ones restored."""
+    before = evset.plane_mask(T, i)
+    T.qp[i]["local_ports"] = mask
+    _ports_changed(T, i, before, now)
 
 
 @njit_core
 def set_remote_ports(T, i, mask, now):
-    """The peer's port status update: its ports up (bit p = plane p)."""
-    q = T.qp[i]
-    old = i64(q["remote_ports"])
-    lost = old & ~i64(mask)
-    gained = i64(mask) & ~old & i64(q["local_ports"])
-    q["remote_ports"] = mask
-    if lost:
-        _evict_plane(T, i, lost)
-    if gained:
-        evset.planes_back(T, i, gained, now)
+    """The peer's port status update: its ports up (bit p = plane p). A claim that would leave the QP no
+    plane is kept but set aside while it would (``psu_floor``, `evset.plane_mask`)."""
+    before = evset.plane_mask(T, i)
+    T.qp[i]["remote_ports"] = mask
+    _ports_changed(T, i, before, now)

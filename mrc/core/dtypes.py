@@ -182,7 +182,7 @@ _QP_GROUPS = [
         ("rev_probe_slot", np.int16),  # EV slot of the outstanding reverse-EV probe, -1 if none
         ("mpr", np.uint16),  # requester MPR, units of 128 PSNs
         ("peer_mpr", np.uint16),  # responder's advertised MPR (from SACKs)
-        ("mpr_dest", np.uint16),  # responder MPR, units of 128 PSNs
+        ("mpr_dest", np.uint16),  # responder MPR, units of 128 PSNs: what its SACKs advertise (SETH mpr)
         ("ev_row", np.int32),  # row of the EV table, -1 if none
         ("tx_row", np.int32),  # row of the TX table (requester), -1 if none
         ("rx_row", np.int32),  # row of the RX table (responder), -1 if none
@@ -215,6 +215,8 @@ _QP_GROUPS = [
         ("ev_policy", np.uint8),  # how data EVs are chosen: position in evpolicy.POLICIES
         ("dscp_ctrl", np.uint8),
         ("rev_plane_cursor", np.uint8),
+        ("psu_floor", np.uint8),  # 1: a port status update never takes the last plane (`evset.plane_mask`)
+        ("mpr_track", np.uint16),  # responder: PSNs tracked above cack_psn, units of 128 (> mpr_dest while a shrink is held)
     ]),
     ("req_tx", [  # requester: segmenting work requests, choosing EVs, sending
         ("tx_seq", np.int64),  # transmissions so far (data, retransmissions, probes): a total send order
@@ -265,11 +267,13 @@ _QP_GROUPS = [
         ("lost_lo", np.uint32),  # lowest PSN that may be TX_LOST
         ("cc_profile", np.int32),
         ("retries", np.uint16),  # RTO expiries since the last progress
+        ("hint_share", np.uint16),  # QP hint: QPs sharing this one's bottleneck; NSCC starts at init_cwnd / it (nscc.cc_init)
         ("trigger_qa", np.uint8),
         ("increase_mode", np.uint8),
         ("timeout", np.uint8),  # local ACK timeout exponent: 1.024 us * 2^timeout
         ("retry_linear", np.uint8),  # fixed-interval retries (max 7)
         ("retry_exp", np.uint8),  # exponential-backoff retries (max 25, 25 = infinite)
+        ("svc_time_peer", np.uint8),  # 1: RTT samples less the peer's reported service time (mrc.h: cleared by SVC_TIME_DEST_UNSUPPORTED)
     ]),
     ("resp", [  # responder: tracking PSNs, delivering, building SACKs
         ("rcvd_bytes", np.int64),
@@ -285,12 +289,15 @@ _QP_GROUPS = [
         ("ack_every_bytes", np.uint32),  # SACK coalescing: ... or this many payload bytes
         ("ack_trigger_psn", np.uint32),
         ("ack_trigger_ev", np.uint32),
+        ("mpr_hold_psn", np.uint32),  # dynamic MPR: the requester may have sent PSNs below this (mrc.core.mpr)
         ("rq_head", np.uint32),
         ("rq_tail", np.uint32),
         ("rq_row", np.int32),
         ("ack_pkts", np.uint16),
         ("ack_every_pkts", np.uint16),  # SACK coalescing: at most this many data packets per SACK
         ("ack_trigger_ts", np.uint16),
+        ("ack_trigger_at", np.uint16),  # when the SACK's trigger arrived, 16 ns ticks mod 2^16 (its service time)
+        ("nack_at", np.uint16),  # when the newest queued NACK / probe answer's packet arrived, 16 ns ticks mod 2^16
         ("wimm_stashed", np.uint16),
         ("max_wimm_dest", np.uint16),
         ("always_skip_marks", np.uint16),  # consecutive CE marks on one EV before ALWAYS_SKIP (0: never)
@@ -306,6 +313,8 @@ _QP_GROUPS = [
         ("rcv_cwnd_pen", np.uint8),
         ("emulate_access", np.uint8),  # 1: responder accepts any rkey/va (emulator without memory)
         ("trim_nack_dest", np.uint8),  # 1: the responder answers trimmed headers with NACKs (mrc.h MRC_QP_TRIM_NACK_DEST)
+        ("svc_time_report", np.uint8),  # 1: SACKs and NACKs carry the responder's service time (mrc.h MRC_DEVICE_CAP_SVC_TIME)
+        ("dynamic_mpr", np.uint8),  # 1: MPR may change while the QP runs (mrc.h MRC_QP_CAP_DYNAMIC_MPR)
     ]),
     ("cold", [  # configuration read at set-up or on rare paths; queued NACKs; REPS; counters
         ("ev_probe_interval_ps", np.int64),
@@ -357,6 +366,7 @@ _QP_GROUPS = [
         ("reps_frozen", np.uint8),
         ("reps_reuse", np.uint8),  # times a recycled EV may be reused (config)
         ("reps_per_psn", np.uint8),  # 1: an unmarked SACK recycles the EV of every PSN it newly acks (config)
+        ("lost_acked", np.uint32),  # packets declared lost, then acknowledged before they were resent
     ]),
 ]
 QP, QP_LINES = _line_grouped(_QP_GROUPS)

@@ -129,9 +129,35 @@ def pick_in_plane(T, i, p, now):
 
 @njit_core(inline="always")
 def plane_mask(T, i):
-    """Planes this QP may send on now: local port up and the peer's port up."""
+    """Planes this QP may send on now: local port up and the peer's port up.
+
+    The peer's ports are what its port status updates claim (``remote_ports``); our own ports are what
+    the NIC sees. With ``psu_floor`` (ours, on by default) a claim that would leave no plane is set
+    aside: the QP sends on its own ports that are up, and its timers decide (a dead plane costs a
+    retransmission timeout, `loss.on_rto`; a forged claim costs nothing). An update that takes every
+    plane is what a forger sends (one spoofed packet would otherwise stop the QP for good, with no
+    timer armed), and a true one leaves nothing to lose by trying."""
     q = T.qp[i]
-    return i64(q["local_ports"]) & i64(q["remote_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
+    ours = i64(q["local_ports"]) & ((i64(1) << i64(q["n_planes"])) - 1)
+    m = ours & i64(q["remote_ports"])
+    if m == 0 and q["psu_floor"] != 0:
+        return ours
+    return m
+
+
+@njit_core
+def can_send(T, i):
+    """Whether some EV of QP `i` may carry a packet now: a usable EV on a plane of `plane_mask`. Every
+    EV policy picks among exactly these (`evpolicy`), so False means no packet can leave."""
+    planes = plane_mask(T, i)
+    if planes == 0:
+        return False
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for k in range(i64(q["n_ev"])):
+        if is_usable(row[k]["state"]) and (planes >> row[k]["plane"]) & 1:
+            return True
+    return False
 
 
 @njit_core
@@ -165,6 +191,26 @@ def find_slot(T, i, ev_value):
         if row[k]["ev"] == ev_value and row[k]["state"] != D.EV_UNUSED:
             return k
     return -1
+
+
+@njit_core
+def find_answered_slot(T, i, ev_value):
+    """The slot a probe answer (a SACK with pr = 1) reflecting `ev_value` is for. When the value sits in
+    several slots (an EV listed twice in an explicit array, or one value on two ports: mrc_ctl.h names an
+    EV by value and port), the one whose probe waits for this answer: an ASSUMED_BAD EV's, the reliability
+    probe's or the reverse-EV probe's; otherwise the first (`find_slot`). With unique values: `find_slot`."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    first = -1
+    for k in range(i64(q["n_ev"])):
+        if row[k]["ev"] != ev_value or row[k]["state"] == D.EV_UNUSED:
+            continue
+        if (row[k]["state"] == D.EV_ASSUMED_BAD and row[k]["probe_outstanding"]) or k == q["rel_probe_slot"] \
+                or k == q["rev_probe_slot"]:
+            return k
+        if first < 0:
+            first = k
+    return first
 
 
 @njit_core

@@ -43,9 +43,16 @@ Sources and choices (docs/protocol.md):
   on the EV it reflects); a NACK's sample goes to NSCC only, not into
   ``last_rtt`` / ``srtt`` (RACK's RTT is a delivered packet's, RFC 8985); the reflected 16-bit timestamp, which wraps every
   2^16 x ``ts_unit_ps``, only tells which transmission that was (no match, no
-  sample: Karn's rule). See `_rtt_sample`.
+  sample: Karn's rule). The responder's service time (SETH / NETH
+  ``svc_time``: how long it held the packet before answering, mrc.h
+  SVC_TIME) is taken off every sample (``svc_time_peer``); UET 1.0 carries
+  the target's service time in ACK_CC's NSCC state for the same purpose (UET
+  behaviour; MRC 1.0 text not public). See `_rtt_sample`.
 - A retransmission acknowledged sooner than the base RTT after it was sent
-  cannot have been the copy that arrived: it is counted as spurious.
+  cannot have been the copy that arrived: it is counted as spurious
+  (``rtx_spurious`` <= ``rtx_pkts``). A packet declared lost and then
+  acknowledged before it was resent is a false loss declaration, counted in
+  ``lost_acked``.
 - RTO (mrc.h): 1.024 us x 2^timeout without progress; ``retry_linear``
   expiries at that interval, then ``retry_exp`` with doubling intervals
   (25 = unlimited); beyond that the QP enters ERROR and every outstanding
@@ -61,8 +68,8 @@ from mrc.core import evpolicy, evset, nscc
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
 from mrc.core.qp import enter_error
-from mrc.core.requester import probe_timeout, rto_interval, timestamp, tx_slot
-from mrc.wire.constants import M_NONE, M_SKIP_ONCE, NackReason
+from mrc.core.requester import hold_rto, probe_timeout, rto_interval, timestamp, tx_slot
+from mrc.wire.constants import M_NONE, M_SKIP_ONCE, SVC_TIME_UNIT_PS, NackReason
 
 NR_TRIMMED = int(NackReason.TRIMMED)
 NR_TRIMMED_LASTHOP = int(NackReason.TRIMMED_LASTHOP)
@@ -81,8 +88,10 @@ def _acked(q, ent, now):
             q["rack_seq"] = ent["seq"]
         return ent["length"]
     if st == D.TX_LOST:
-        q["n_lost"] -= 1  # declared lost, then acknowledged before it could be resent
-        q["rtx_spurious"] += 1
+        # declared lost, then acknowledged before it was resent: a false loss declaration, not a
+        # retransmission (rtx_spurious counts only retransmissions, so it never exceeds rtx_pkts)
+        q["n_lost"] -= 1
+        q["lost_acked"] += 1
         return ent["length"]
     return 0
 
@@ -191,7 +200,8 @@ def _reprobe_after_timeout(T, i, now):
 
 
 @njit_core
-def _progress(q, now):
+def _progress(T, i, now):
+    q = T.qp[i]
     q["retries"] = 0
     if psn_diff(q["sq_psn"], q["una_psn"]) > 0:
         q["rto_deadline"] = now + rto_interval(q)
@@ -199,22 +209,35 @@ def _progress(q, now):
     else:
         q["rto_deadline"] = D.NEVER
         q["rel_probe_deadline"] = D.NEVER
+        if q["wr_next"] != q["wr_tail"]:
+            hold_rto(T, i, now)  # all acknowledged, more to send: armed if it cannot leave
 
 
 @njit_core(inline="always")
-def _rtt_of(q, send_time, reflected_ts, now):
-    """``now - send_time`` if the reflected timestamp names that transmission, else -1 (no estimate changes)."""
+def _rtt_of(q, send_time, reflected_ts, svc, now):
+    """``now - send_time`` if the reflected timestamp names that transmission, else -1 (no estimate changes);
+    less the responder's service time `svc` (SETH / NETH ``svc_time``, units of 64 ns) when ``svc_time_peer``
+    is on and it fits in the sample (a peer cannot have held a packet longer than its round trip: a larger
+    value is ignored)."""
     if send_time < 0 or timestamp(q, send_time) != reflected_ts:
         return -1
     rtt = now - send_time
-    return rtt if rtt > 0 else 0
+    if rtt < 0:
+        rtt = 0
+    if q["svc_time_peer"] != 0:
+        held = i64(svc) * SVC_TIME_UNIT_PS
+        if held <= rtt:
+            rtt -= held
+    return rtt
 
 
 @njit_core
-def _rtt_sample(q, send_time, reflected_ts, now):
+def _rtt_sample(q, send_time, reflected_ts, svc, now):
     """RTT sample of the transmission sent at `send_time` that a SACK / NACK / probe answer acknowledges.
 
-    Returns ``now - send_time`` (our own clock: it never aliases) and updates
+    Returns ``now - send_time`` (our own clock: it never aliases) less the time the responder says it
+    held the packet before answering (`svc`, `_rtt_of`: the network's round trip, not the peer's ACK
+    coalescing or its transmit queue), and updates
     ``last_rtt`` / ``srtt``, or -1 (no sample, nothing updated) when `send_time`
     is unknown (< 0) or the reflected 16-bit TSETH timestamp is not the one that
     transmission carried: the feedback answers another transmission (an earlier
@@ -223,7 +246,7 @@ def _rtt_sample(q, send_time, reflected_ts, now):
     no sample. The reflected timestamp alone is never an RTT: it wraps every
     2^16 x ``ts_unit_ps`` (524 us at 8 ns).
     """
-    rtt = _rtt_of(q, send_time, reflected_ts, now)
+    rtt = _rtt_of(q, send_time, reflected_ts, svc, now)
     if rtt < 0:
         return -1
     q["last_rtt"] = rtt
@@ -254,13 +277,13 @@ def _probe_answer(T, i, slot, m, now):
 def _probe_answer_only(T, i, p, now):
     """A QP with no send half (no TX row: it only receives) gets the answers to its reverse-EV probes."""
     q = T.qp[i]
-    slot = evset.find_slot(T, i, p["entropy"])
+    slot = evset.find_answered_slot(T, i, p["entropy"])
     if slot < 0:
         q["rx_dropped"] += 1
         return
     q["sacks_rx"] += 1
     e = T.ev[q["ev_row"], slot]
-    rtt = _rtt_sample(q, e["probe_sent"], p["tx_timestamp"], now)
+    rtt = _rtt_sample(q, e["probe_sent"], p["tx_timestamp"], p["svc_time"], now)
     if rtt >= 0:
         e["last_rtt"] = rtt
     _probe_answer(T, i, slot, p["m"], now)
@@ -292,7 +315,9 @@ def on_sack(T, i, p, now):
             q["rx_dropped"] += 1
         return
     q["sacks_rx"] += 1
-    if p["mpr"] != 0:
+    # the responder's MPR (mrc.core.mpr), from a SACK not behind what we know: one a newer SACK overtook
+    # must not reopen a window the responder has since closed
+    if p["mpr"] != 0 and psn_diff(new_una, q["una_psn"]) >= 0:
         q["peer_mpr"] = p["mpr"]
     trigger = psn_add(cack, i64(p["ack_psn_offset"]))
     # the transmission this SACK answers (its send time gives the RTT): a probe's answer
@@ -301,7 +326,7 @@ def on_sack(T, i, p, now):
     trig_send = -1
     slot = -1
     if p["pr"]:
-        slot = evset.find_slot(T, i, p["entropy"])
+        slot = evset.find_answered_slot(T, i, p["entropy"])
         if slot >= 0:
             trig_send = T.ev[q["ev_row"], slot]["probe_sent"]
     elif psn_diff(trigger, q["una_psn"]) >= 0 and psn_diff(q["sq_psn"], trigger) > 0:
@@ -333,7 +358,7 @@ def on_sack(T, i, p, now):
                         evpolicy.on_feedback(T, i, ent["ev_slot"], D.FB_ACKED, p["m"], now)
                     newly += got
                     ent["state"] = D.TX_SACKED
-    rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], now)
+    rtt = _rtt_sample(q, trig_send, p["tx_timestamp"], p["svc_time"], now)
     # the EV the SACK reflects: the trigger's slot when it matched, else look it up
     if slot < 0:
         slot = evset.find_slot(T, i, p["entropy"])
@@ -356,7 +381,7 @@ def on_sack(T, i, p, now):
     if newly > 0:
         c = T.cc[q["cc_profile"]]
         nscc.ack_feedback(q, c, newly, rtt, p["m"] != M_NONE, i64(p["rcv_cwnd_pen"]), p["r_c"] != 0, now)
-        _progress(q, now)
+        _progress(T, i, now)
         if q["rto_marked_since"] != D.NEVER:
             _reprobe_after_timeout(T, i, now)
     detect_losses(T, i, now)
@@ -387,7 +412,7 @@ def on_nack(T, i, p, now):
     # the NACK's RTT feeds NSCC only: RACK's RTT (last_rtt) and srtt come from delivered packets
     # (RFC 8985 6.2), and a trimmed header crossed the fabric in the priority class, missing the
     # data queues, so it would make RACK declare queued packets lost
-    rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], now)
+    rtt = _rtt_of(q, ent["send_time"] if ev_matches else -1, p["tx_timestamp"], p["svc_time"], now)
     # PSN_OOR_WINDOW: the responder dropped a PSN beyond its window; NETH has no MPR field, so the
     # packet is simply resent (below) and the window is learnt from the SACKs' SETH mpr
     if not mark_lost(T, i, psn, reason == NR_TRIMMED or reason == NR_TRIMMED_LASTHOP):
@@ -432,17 +457,33 @@ def on_aeth(T, i, p, now):
 
 
 @njit_core
-def on_rto(T, i, now):
-    """The local ACK timeout expired without progress."""
+def _expired(T, i, now):
+    """Count one expiry of the local ACK timeout; True when it exceeded the retry limit (the QP is in ERROR)."""
     q = T.qp[i]
-    q["rto_deadline"] = D.NEVER
-    if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
-        return
     q["retries"] += 1
     q["rtx_timeouts"] += 1
     limit = i64(q["retry_linear"]) + i64(q["retry_exp"])
     if q["retry_exp"] < 25 and q["retries"] > limit:
         enter_error(T, i, D.ERR_RETRY_EXCEEDED, now)
+        return True
+    return False
+
+
+@njit_core
+def on_rto(T, i, now):
+    """The local ACK timeout expired without progress.
+
+    With nothing in flight the timer was held for work that could not leave (`requester.hold_rto`):
+    still unable to send, that is an expiry like any other (a retry; ERROR past the limit); able to
+    send again, nothing is due."""
+    q = T.qp[i]
+    q["rto_deadline"] = D.NEVER
+    if psn_diff(q["sq_psn"], q["una_psn"]) <= 0:
+        if q["wr_next"] != q["wr_tail"] and not evset.can_send(T, i):
+            if not _expired(T, i, now):
+                q["rto_deadline"] = now + rto_interval(q)
+        return
+    if _expired(T, i, now):
         return
     # extension `rto_retire` (ours): every EV with data in flight is retired; without it only the
     # EV of the oldest packet in flight, the one the timer was waiting for

@@ -48,13 +48,17 @@ from mrc.core import dtypes as D
 
 @njit_core
 def cc_init(T, i, now):
-    """The source state of Table 3-77 (UE 1.0.3 3.6.13.4)."""
+    """The source state of Table 3-77 (UE 1.0.3 3.6.13.4). A QP hint that says this QP shares its
+    bottleneck with others (``hint_share`` > 1, `mrc.core.setup.hint_share`) starts it at that share of
+    the initial window, never below ``min_cwnd`` (extension, ours); the fixed window is not changed."""
     q = T.qp[i]
     c = T.cc[q["cc_profile"]]
     if c["algorithm"] == D.CC_NONE:
         q["cwnd"] = float(c["max_cwnd"])
     else:
         q["cwnd"] = float(c["init_cwnd"])
+        if q["hint_share"] > 1:
+            q["cwnd"] = max(q["cwnd"] / q["hint_share"], float(c["min_cwnd"]))
     q["base_rtt"] = c["base_rtt"]
     q["max_wnd"] = float(c["max_cwnd"])
     q["saved_cwnd"] = 0.0

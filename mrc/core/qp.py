@@ -18,6 +18,7 @@ import numpy as np
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core.events import emit
+from mrc.core.requester import hold_rto
 
 #                   RESET INIT RTR RTS ERROR   (target)
 QP_FSM = np.array(
@@ -96,6 +97,7 @@ def post_write(T, i, wr_id, opcode, lkey, laddr, remote_va, rkey, length, imm, n
     w["npkts"] = 0
     w["post_time"] = now
     q["wr_tail"] += 1
+    hold_rto(T, i, now)  # posted while no path is usable: the work is timed from now
     return 0
 
 

@@ -9,7 +9,8 @@
   address to the end of the message (our choice; MRC text not public), so
   every packet tells the responder the rest of its message's extent.
 - In flight: PSN span < min(mpr, peer mpr) x 128 and payload bytes <= cwnd
-  (at least one packet may always be in flight).
+  (at least one packet may always be in flight); the peer's MPR is the one its
+  latest SACK advertises, which dynamic MPR changes while the QP runs (`mpr`).
 - Retransmissions reuse the PSN, set BTH rtx, take a new EV, and use the
   retransmission DSCP.
 - The EV of every packet comes from the QP's selection policy
@@ -21,6 +22,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
+from mrc.core import evset
 from mrc.core.evpolicy import select_ev
 from mrc.core.nscc import window_open
 from mrc.core.psn import psn_add, psn_diff
@@ -112,12 +114,39 @@ def _fill_data(T, i, out, k, ent, psn, ev_slot, now, is_rtx):
 
 
 @njit_core(inline="always")
-def _arm_after_send(T, i, now):
+def _arm_after_send(T, i, now, alone):
+    """Timers after a transmission; `alone`: the packet is the only one outstanding, so the local ACK
+    timeout starts from it (a deadline left from before, held for work that could not leave
+    (`hold_rto`) or not yet fired after the last acknowledgement, is not this packet's)."""
     q = T.qp[i]
-    if q["rto_deadline"] == D.NEVER:
+    if alone or q["rto_deadline"] == D.NEVER:
         q["rto_deadline"] = now + rto_interval(q)
     if q["rel_probe_deadline"] == D.NEVER:
         q["rel_probe_deadline"] = now + probe_timeout(q)
+
+
+@njit_core
+def has_send_work(q):
+    """Unacknowledged PSNs, or work requests not yet (fully) sent."""
+    return q["tx_row"] >= 0 and (q["wr_next"] != q["wr_tail"] or q["sq_psn"] != q["una_psn"])
+
+
+@njit_core
+def hold_rto(T, i, now):
+    """Liveness: a QP in RTS with send work keeps its local ACK timeout armed while no packet can leave.
+
+    No packet can leave when no usable EV sits on a plane the QP may use (`evset.can_send`: its ports
+    down, every EV there ASSUMED_BAD or DENIED). With packets in flight the timer runs anyway; with none
+    (everything sent was acknowledged, the next work request waits) nothing was armed and the QP waited
+    for ever, silent. Held, the timer expires as if a packet had been lost (`loss.on_rto`): a retry is
+    counted and after the mrc.h retry schedule (``timeout``, ``retry_linear``, ``retry_exp``) the QP
+    enters ERROR (RETRY_EXC_ERR), as an IB RC QP whose port is down does (its packets go nowhere and the
+    ACK timer runs). A path that comes back first (a port, a probed EV) lets the work go on."""
+    q = T.qp[i]
+    if q["state"] != D.QPS_RTS or q["rto_deadline"] != D.NEVER or not has_send_work(q):
+        return
+    if not evset.can_send(T, i):
+        q["rto_deadline"] = now + rto_interval(q)
 
 
 @njit_core(inline="always")
@@ -145,6 +174,7 @@ def next_new(T, i, now, port_mask, out, k):
         return False
     slot = select_ev(T, i, port_mask, now)
     if slot < 0:
+        hold_rto(T, i, now)  # no EV on these ports; on none at all, the work must not wait unwatched
         return False
     first = q["seg_offset"] == 0
     last = length == remaining
@@ -161,6 +191,7 @@ def next_new(T, i, now, port_mask, out, k):
     else:
         op = OP_MRC_WRITE_MIDDLE
     psn = q["sq_psn"]
+    alone = psn == q["una_psn"]
     ent = tx_slot(T, q, psn)
     ent["state"] = D.TX_INFLIGHT
     ent["opcode"] = op
@@ -189,7 +220,7 @@ def next_new(T, i, now, port_mask, out, k):
         if is_imm:
             q["rqmsn"] = (q["rqmsn"] + 1) & 0xFFFF
             q["wimm_inflight"] += 1
-    _arm_after_send(T, i, now)
+    _arm_after_send(T, i, now, alone)
     return True
 
 
@@ -228,7 +259,7 @@ def next_rtx(T, i, now, port_mask, out, k):
     q["inflight"] += ent["length"]
     q["n_lost"] -= 1
     q["rtx_pkts"] += 1
-    _arm_after_send(T, i, now)
+    _arm_after_send(T, i, now, False)
     return True
 
 

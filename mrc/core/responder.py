@@ -26,10 +26,15 @@ Sources and choices (docs/protocol.md):
   anything else (no NACK, no SACK, no repeated AETH NAK), so a blind forger
   neither ends the QP with a bad R_Key nor turns us into a reflector. Inside
   that band the protocol's answers stand, one answer per packet at most.
-- Received PSNs are tracked in a window of ``mpr_dest`` x 128 slots above
-  ``cack_psn``; a PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below
-  ``cack_psn`` or already in the window is a duplicate (acknowledged, not
-  placed again: exactly-once placement).
+- Received PSNs are tracked in a window of ``mpr_track`` x 128 slots above
+  ``cack_psn`` (``mpr_dest``, the MPR every SACK advertises, except while a
+  dynamic-MPR shrink holds the PSNs sent under the larger window: `mpr`); a
+  PSN beyond it gets NACK PSN_OOR_WINDOW; a PSN at or below ``cack_psn`` or
+  already in the window is a duplicate (acknowledged, not placed again:
+  exactly-once placement).
+- Every SACK and NACK says how long the responder held the packet it answers
+  (``svc_time``, 64 ns units, never more than the true hold: `svc_time`;
+  ``svc_time_report``; an extension in SETH / NETH byte 12, docs/wire.md).
 - Trimmed headers (``trim`` set from the DSCP) are answered with NACK
   TRIMMED or TRIMMED_LASTHOP on the control class (MANI 4), unless the QP's
   ``trim_nack_dest`` capability is off (mrc.h ``MRC_QP_TRIM_NACK_DEST``; on
@@ -60,7 +65,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core import evset
+from mrc.core import evset, mpr
 from mrc.core.events import emit
 from mrc.core.tables import psn_slot
 from mrc.core.psn import psn_add, psn_diff
@@ -68,7 +73,7 @@ from mrc.core.qp import enter_error
 from mrc.wire.constants import (
     ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK,
     OP_MRC_RELIABILITY_SACK, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
-    NackReason,
+    SVC_TIME_MAX, SVC_TIME_UNIT_PS, NackReason,
 )
 
 NR_TRIMMED = int(NackReason.TRIMMED)
@@ -84,12 +89,36 @@ def rx_slot(T, q, psn):
     return T.rx[tile, q["rx_row"], col]
 
 
+ARRIVAL_TICK_PS = 16_000  # arrivals are noted in 16 ns ticks, mod 2^16 (1.05 ms)
+
+
+@njit_core(inline="always")
+def arrival_tick(now):
+    """`now` (ps) in 16 ns ticks mod 2^16: when a packet arrived, kept in 16 bits to time its answer's hold."""
+    return (now // ARRIVAL_TICK_PS) & 0xFFFF
+
+
+@njit_core(inline="always")
+def svc_time(q, arrived, now):
+    """SETH / NETH ``svc_time`` for an answer sent at `now` to a packet that arrived at tick `arrived`
+    (`arrival_tick`): how long the responder held it, in units of `SVC_TIME_UNIT_PS` (64 ns), rounded
+    down, at most `SVC_TIME_MAX` (16.32 us); 0 when ``svc_time_report`` is off. Never more than the
+    true hold: one tick is taken off for the rounding of the two ends, and a hold the 16-bit ticks
+    alias (1.05 ms or more) is beyond the field anyway (extension, docs/protocol.md)."""
+    if q["svc_time_report"] == 0:
+        return 0
+    held = (arrival_tick(now) - i64(arrived)) & 0xFFFF
+    units = (held - 1) * ARRIVAL_TICK_PS // SVC_TIME_UNIT_PS if held > 0 else 0
+    return units if units < SVC_TIME_MAX else SVC_TIME_MAX
+
+
 @njit_core
-def _queue_control(q, reason, psn, ev, ts, port, m):
+def _queue_control(q, reason, psn, ev, ts, port, m, now):
     n = q["nack_n"]
     if n >= q["nack_reason"].shape[0]:
         q["rx_dropped"] += 1  # queue full: the requester recovers by timeout or probe
         return
+    q["nack_at"] = arrival_tick(now)  # the newest entry's arrival: no entry's service time is over-reported
     q["nack_reason"][n] = reason
     q["nack_psn"][n] = psn
     q["nack_ev"][n] = ev
@@ -124,6 +153,7 @@ def _owe_ack(q, p, m, now, immediate):
         q["ack_trigger_ev"] = p["ev"]
         q["ack_trigger_ts"] = p["tx_timestamp"]
         q["ack_trigger_port"] = p["port"]
+        q["ack_trigger_at"] = arrival_tick(now)
         q["ack_m"] = m
     if immediate:
         q["ack_pending"] = D.ACK_NOW
@@ -216,10 +246,10 @@ def on_data(T, i, p, now):
         if q["trim_nack_dest"] == 0:
             return  # trim NACKs disabled (MRC_QP_TRIM_NACK_DEST off): the requester's loss detection recovers
         reason = NR_TRIMMED_LASTHOP if p["trim"] == 2 else NR_TRIMMED
-        _queue_control(q, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, reason, psn, p["ev"], p["tx_timestamp"], p["port"], 0, now)
         return
     d = psn_diff(psn, psn_add(q["cack_psn"], 1))
-    window = i64(q["mpr_dest"]) * D.MPR_UNIT
+    window = mpr.track_window(q)
     if d < 0 or (d < window and (rx_slot(T, q, psn)["flags"] & D.RX_RECEIVED)):
         q["rx_dup"] += 1
         # a retransmission of data we hold: the requester probably missed our SACKs, so the
@@ -229,7 +259,7 @@ def on_data(T, i, p, now):
         return
     if d >= window:
         q["rx_oor"] += 1
-        _queue_control(q, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0)
+        _queue_control(q, NR_PSN_OOR_WINDOW, psn, p["ev"], p["tx_timestamp"], p["port"], 0, now)
         return
     length = p["payload_len"]
     op = p["opcode"]
@@ -297,13 +327,16 @@ def on_probe(T, i, p, now):
     if q["rx_row"] >= 0 and q["sacks_tx"] > 0:
         evset.drop_rev_ev(T, i, i64(p["port"]))
     # a QP without a receive half (no RX row) answers too: its SACK reports nothing received
-    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == ECN_CE else 0)
+    _queue_control(q, NACK_PROBE_REPLY, p["psn"], p["ev"], p["tx_timestamp"], p["port"], 1 if p["ecn"] == ECN_CE else 0,
+                   now)
 
 
 @njit_core
-def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
-    """Build a RELIABILITY_SACK describing the current receive state into out[k]."""
+def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, arrived, now):
+    """Build a RELIABILITY_SACK describing the current receive state into out[k]; the packet it answers
+    arrived at `arrived` (`arrival_tick`)."""
     q = T.qp[i]
+    mpr.settle(q)
     out[k] = T.pkt0[0]
     p = out[k]
     cack = q["cack_psn"]
@@ -324,7 +357,8 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
     p["cack_psn"] = cack
     p["cc_type"] = 0
     p["mpr"] = q["mpr_dest"] if q["mpr_dest"] < 256 else 255
-    window = i64(q["mpr_dest"]) * D.MPR_UNIT
+    p["svc_time"] = svc_time(q, arrived, now)
+    window = mpr.track_window(q)
     if off <= 64:
         sack_off = 1
     else:
@@ -353,7 +387,7 @@ def fill_sack(T, i, out, k, trigger_psn, entropy, ts, m, pr, ev_slot, now):
 
 
 @njit_core
-def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
+def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot, arrived, now):
     q = T.qp[i]
     out[k] = T.pkt0[0]
     p = out[k]
@@ -366,6 +400,7 @@ def fill_nack(T, i, out, k, reason, psn, entropy, ts, ev_slot):
     p["spdcid"] = q["qpn"] & 0xFFFF
     p["dpdcid"] = q["dest_qpn"] & 0xFFFF
     p["nack_psn"] = psn
+    p["svc_time"] = svc_time(q, arrived, now)
     p["cc_type"] = 2  # NETH carries no MPR (docs/wire.md): the window rides on every SACK (SETH mpr)
     p["tx_timestamp"] = ts
     e = T.ev[q["ev_row"], ev_slot]

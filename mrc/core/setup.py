@@ -57,6 +57,18 @@ reps_freeze_ps          10 ms           htsim ``exit_freeze_after``
 dscp_*                  4 / 8 / 46      third-party emulator values
 trim_nack_dest          1               mrc.h: trim NACKs "enabled by default
                                         when supported"
+psu_floor               1               ours: a peer's port status update never
+                                        takes the last plane (evset.plane_mask;
+                                        docs/protocol.md "Liveness")
+svc_time_report         1               mrc.h: service time "enabled by default
+                                        when supported" (SACK / NACK svc_time)
+svc_time_peer           1               the peer reports its service time (mrc.h
+                                        MRC_QP_CAP_SVC_TIME_DEST_UNSUPPORTED: 0)
+dynamic_mpr             0               mrc.h MRC_QP_CAP_DYNAMIC_MPR (opt-in):
+                                        MPR may change in RTS (`modify_mpr`)
+hint_share              1               QP hint (mrc.h mrc_qp_hint_attr): QPs
+                                        sharing the bottleneck (`hint_share`);
+                                        NSCC starts at init_cwnd / hint_share
 ======================  ==============  =======================================
 
 NSCC profile defaults are the UE Specification 1.0.3 values (3.6.13.3, Table
@@ -78,6 +90,7 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, nscc
+from mrc.core import mpr as mpr_mod
 from mrc.core.tables import psn_window
 from mrc.errors import ConfigError
 from mrc.units import NS, US
@@ -115,6 +128,11 @@ QP_DEFAULTS = {
     "emulate_access": 0,
     "ev_event_mask": 3,
     "trim_nack_dest": 1,
+    "psu_floor": 1,
+    "svc_time_report": 1,
+    "svc_time_peer": 1,
+    "dynamic_mpr": 0,
+    "hint_share": 1,
     "ev_policy": evpolicy.EVP_MRC,
     "reps_buffer": D.REPS_MAX_BUFFER,
     "reps_reuse": 1,
@@ -156,6 +174,11 @@ QP_BOUNDS = {
     "emulate_access": (0, 1),
     "ev_event_mask": (0, 3),
     "trim_nack_dest": (0, 1),
+    "psu_floor": (0, 1),
+    "svc_time_report": (0, 1),
+    "svc_time_peer": (0, 1),
+    "dynamic_mpr": (0, 1),
+    "hint_share": (1, 65535),
     "ev_policy": (0, len(evpolicy.NAMES) - 1),
     "reps_buffer": (1, D.REPS_MAX_BUFFER),
     "reps_reuse": (1, 255),
@@ -289,9 +312,60 @@ def configure_qp(T, i: int, n_ev: int, base_rtt_ps: int, **attrs) -> dict:
             raise ConfigError(f"qp.{key}", cfg[key], f"x 128 PSNs exceeds the {psn_window(table)}-PSN window the "
                               f"tables were allocated with (allocate window >= {cfg[key] * D.MPR_UNIT})")
     row = T.qp[i]
+    # a running responder's window changes only as dynamic MPR changes it (`mpr.set_mpr_dest`: a shrink
+    # holds what the requester may have sent under the larger one), whoever rewrites the attributes
+    running = row["state"] == D.QPS_RTR or row["state"] == D.QPS_RTS
     for key, value in cfg.items():
-        row[key] = value
+        if not (running and key == "mpr_dest"):
+            row[key] = value
+    if running and cfg["mpr_dest"] != row["mpr_dest"]:
+        mpr_mod.set_mpr_dest(T, i, cfg["mpr_dest"])
     return cfg
+
+
+def hint_share(num_qps_per_peer: int = 0, num_send_peers: int = 0, num_remote_recv_peers: int = 0) -> int:
+    """The QP attribute ``hint_share`` for a QP hint (``mrc.h`` ``mrc_qp_hint_attr``; 0 or less: not given).
+
+    A QP of the hint shares its sending NIC with ``num_qps_per_peer x num_send_peers`` QPs of the
+    hint (that many QPs to each of that many peers at once), and its peer's receiving port with the
+    ``num_remote_recv_peers`` QPs that target it ("the incast experienced by the target of this
+    QP"); its fair share of the tighter of the two is 1 / the larger count. NSCC starts such a QP
+    at its profile's initial window divided by that (`nscc.cc_init`) instead of at the full window,
+    which every one of the QPs would otherwise send into the same port in the first round trip
+    (extension, ours; docs/protocol.md, "QP hints"). The hint's ``vendor_cfg`` has no meaning here.
+    Returns 1..65535 (1: no hint, the full window)."""
+    for key, value in (("num_qps_per_peer", num_qps_per_peer), ("num_send_peers", num_send_peers),
+                       ("num_remote_recv_peers", num_remote_recv_peers)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"qp_hint.{key}", value, "must be an integer")
+    send = max(num_qps_per_peer, 1) * max(num_send_peers, 1)
+    return int(min(max(send, num_remote_recv_peers, 1), QP_BOUNDS["hint_share"][1]))
+
+
+def modify_mpr(T, i: int, *, mpr: int | None = None, mpr_dest: int | None = None) -> None:
+    """Dynamic MPR (``mrc.h`` ``MRC_QP_CAP_DYNAMIC_MPR``, `mrc.core.mpr`): the requester's `mpr` and / or the
+    responder's `mpr_dest` (units of 128 PSNs) change now, on a QP whose ``dynamic_mpr`` is on. The
+    responder's next SACK advertises a new ``mpr_dest``; the requester follows it. Refused with
+    `ConfigError` naming the key: dynamic MPR off, a value outside 1..255, or a window larger than
+    the tables were allocated with."""
+    q = T.qp[i]
+    if q["dynamic_mpr"] == 0:
+        key = "mpr" if mpr is not None else "mpr_dest"
+        raise ConfigError(f"qp.{key}", mpr if mpr is not None else mpr_dest,
+                          "cannot change while the QP runs: dynamic MPR is off (qp.dynamic_mpr = 0)")
+    for key, value, table in (("mpr", mpr, T.tx), ("mpr_dest", mpr_dest, T.rx)):
+        if value is None:
+            continue
+        lo, hi = QP_BOUNDS[key]
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ConfigError(f"qp.{key}", value, f"must be an integer within [{lo}, {hi}]")
+        if value * D.MPR_UNIT > psn_window(table):
+            raise ConfigError(f"qp.{key}", value, f"x 128 PSNs exceeds the {psn_window(table)}-PSN window the "
+                              f"tables were allocated with")
+    if mpr is not None:
+        mpr_mod.set_mpr(T, i, mpr)
+    if mpr_dest is not None:
+        mpr_mod.set_mpr_dest(T, i, mpr_dest)
 
 
 @njit_core
@@ -299,6 +373,7 @@ def start_responder(T, i, rq_psn, now):
     """Reset the responder half: the next PSN expected from the peer is `rq_psn`."""
     q = T.qp[i]
     q["cack_psn"] = (rq_psn - 1) & D.PSN_MASK
+    mpr_mod.start(q)
     q["ack_pending"] = D.ACK_NONE
     q["ack_deadline"] = D.NEVER
     q["nack_n"] = 0

@@ -43,7 +43,8 @@ the rotation of the plane whose slots begin at ``start`` visits (`evset`);
 kept apart from the 64-byte EV rows so the rotation reads a few bytes per QP.
 ``evt_n[0]`` is the number of events in ``evt`` not yet drained, ``evt_n[1]``
 the number dropped because ``evt`` was full (never completions: the core stops
-and reports instead of losing one). ``place`` is an int64[4] scratch row where
+and reports instead of losing one), ``evt_n[2]`` how many of those were EV
+state events (the library counts them into its EV event CQs' ``drop_count``). ``place`` is an int64[4] scratch row where
 the responder writes its placement decision for the last data packet:
 (mr index, byte offset into the region, length, payload offset), -1 when none.
 ``txsrc`` is an int64[3] scratch row where `next_packet` says where the payload
@@ -113,7 +114,7 @@ def allocate(
         mr=np.zeros(n_mr, dtype=D.MR),
         cc=np.zeros(n_cc, dtype=D.CC),
         evt=np.zeros(evt_capacity, dtype=D.EVT),
-        evt_n=np.zeros(2, dtype=np.int64),
+        evt_n=np.zeros(3, dtype=np.int64),
         place=np.full(4, -1, dtype=np.int64),
         txsrc=np.full(3, -1, dtype=np.int64),
         pkt0=np.zeros(1, dtype=PKT),

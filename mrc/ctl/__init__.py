@@ -1,73 +1,74 @@
-"""The controller API, in the spirit of OCP ``mrc_ctl.h``: one privileged controller per node.
+"""The controller API of OCP ``mrc_ctl.h``: one privileged controller per node (``device.ctl``).
 
-`Controller` (``device.ctl``) manages three kinds of profile, each with the
-state machine INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT (entering INIT
-clears the profile's configuration):
+Every function of the header is a method of `Controller` taking the header's arguments: an attribute
+struct (a dataclass with the header's field names) and its mask, with the header's errors as
+errno-named exceptions (`mrc.errors.EINVAL`, `ENOENT`, `EBUSY`, `E2BIG`, ...; all `UsageError`s). The
+modify calls also take keywords, one per mask bit, for the common case. docs/ocp-coverage.md lists
+each header item, its counterpart here, and where they differ.
 
-- EV format profiles: mode (STEV / SRv6 / UDP) and field widths. To OFFLINE:
-  MODE; to ONLINE: MODIFY_FIELDS (which the same call as INIT -> OFFLINE may
-  carry, as the OCP examples do). Refused while ONLINE EV profiles use it.
-- EV profiles: mode AUTO / EXP / GEN, format, ``ev_count``,
-  ``ev_min_active``, event mask, fields (`mrc.ctl.ev_fields.EvField`) and the
-  EV array. To OFFLINE: MODE, COUNT (and FMT_ID and fields unless AUTO); to
-  ONLINE: MIN_ACTIVE, EVENT_MASK, and for EXP every entry populated by
-  REPLACE_EV. While ONLINE only STATE, EVENT_MASK and the EV operations
-  REPLACE_EV (MODIFY_ONLINE is advertised), MODIFY_EV_STATE,
-  QUERY_EV_STATE, QUERY_EV_ARRAY are accepted. Changing MODE, FMT_ID or the
-  fields while OFFLINE rebuilds the array (an explicit array becomes
-  unpopulated again); changing COUNT resizes it.
-- CC profiles: algorithm ("uet-1.0-nscc" or None / "none") and its config
-  (``mrc_ctl_cc_nscc_cfg`` fields, times in ns). CONFIG may change while
-  ONLINE (MODIFY_ONLINE is advertised): bound QPs see the new row at once.
+Three kinds of profile, each INIT -> OFFLINE -> ONLINE -> OFFLINE -> INIT (entering INIT clears it;
+a profile id never configured is in INIT):
 
-EV values: the controller works with *raw* EVs, held MSB-first in a
-container (``mrc_ctl_ev_t``) and expands them with the profile's fields: a
-32-bit container for STEV, 16-bit for UDP; for SRv6 a 32-bit container when
-the fields pull at most 32 bits (a compact EV, as `mrc.fabric` builds them),
-else the whole 256-bit ``mrc_ctl_ev_t`` (the OCP ``ev_expansion`` example's
-explicit SRv6 and SRv6+SRH profiles pull 64 and 128 bits). A raw EV is an
-int (the container as a big-endian number) or bytes (the container's leading
-bytes). The 32-bit value the core and the wire's ``entropy`` field carry is
-the expanded value for STEV and UDP (at most 32 bits), the raw EV for
-compact SRv6, and the entry's index in the profile array for wider SRv6
-(an earlier mrc_ctl.h revision: the UDP source port holds "the EV index,
-from the EV profile, of the SRv6 EV entry"); an SRv6 expansion is the uSID
-address (and SRH segment). EVs are unique within a profile: the core and
-SACK reflection identify a path by that value, and EV operations name an EV
-by it.
+- EV format profiles (`modify_ev_fmt_profile`): mode (STEV / SRV6 / UDP) and field widths. To OFFLINE:
+  MODE; to ONLINE: MODIFY_FIELDS (the INIT -> OFFLINE call may carry it, as the OCP examples do).
+  Leaving ONLINE while ONLINE EV profiles use it: EBUSY.
+- EV profiles (`modify_ev_profile`; `mrc.ctl.evprofile`): mode AUTO / EXP / GEN, format, ``ev_count``
+  (a multiple of ``ev_count_align``), ``ev_min_active``, event mask, fields (`EvField`) and the EV
+  array. To OFFLINE: MODE, COUNT (and FMT_ID unless AUTO, fields for GEN); to ONLINE: MIN_ACTIVE,
+  EVENT_MASK, and for EXP every entry populated by REPLACE_EV. While ONLINE: STATE, EVENT_MASK,
+  REPLACE_EV, MODIFY_FIELDS (``EV_PROFILE_MODIFY_ONLINE``: bound QPs take the new EVs at once,
+  packets in flight on a replaced EV are resent), MODIFY_EV_STATE and the queries.
+- CC profiles (`modify_cc_profile`): algorithm "uet-1.0-nscc", "fixed-window" (ours) or None (CC
+  disabled) and its `CcNsccCfg`. CONFIG may change while ONLINE (``CC_PROFILE_MODIFY_ONLINE``).
 
-It also delivers EV events (transitions to ASSUMED_BAD and GOOD, with drop
-counts; the event queue never overruns: surplus events are counted and the
-count rides on the next delivered event), sends endpoint requests (EV probes
-with their RTT; port status updates, sent again until answered; optionally,
-`Controller.set_ev_probing`, probes of every EV that becomes ASSUMED_BAD) and
-answers those of peers. That endpoint protocol is `mrc.core.ctlproto`, the
-compiled functions the emulator's controllers run too; requests that fail its
-checks are dropped unanswered and counted (``counters["ep_rejected"]``).
+EVs are named as the header names them: a `CtlEv` (``struct mrc_ctl_ev``: the value the controller
+gave, up to 32 bytes, and the 1-based port), in every EV mode. An EV may appear several times in an
+explicit array (REPLACE_EV with ALL_COPIES replaces every occurrence). Field expansion, ranges and
+generation are `mrc.ctl.ev_fields`; what the core and the packets carry for each EV is described in
+`mrc.ctl.evprofile` (`Controller.ev_table` shows it, `Controller.ev_of` maps back).
 
-Profiles are bound to a QP at RESET -> INIT (`QueuePair.modify("INIT",
-ev_profile_id=..., cc_profile_id=...)`) and released when the QP returns to
-RESET or is destroyed; a profile with bound QPs cannot leave ONLINE (EBUSY).
-Each QP keeps its own copy of the EV states; controller state changes
-(DENIED, GOOD) reach every QP using the profile at once.
+EV events (`create_ev_event_cq`, `EvEvent`): transitions to ASSUMED_BAD and GOOD of every bound QP, the
+EV as the profile holds it, and ``drop_count``: the events dropped before this one (the CQ never
+overruns; drops inside the device count too). Endpoint requests (`ep_batch_send_wait`,
+`ep_batch_send`; `EpRequest`): EV probes with their RTT and port status updates, sent again until
+answered; optionally (`Controller.set_ev_probing`) probes of every EV that becomes ASSUMED_BAD. The
+protocol is `mrc.core.ctlproto`, the compiled functions the emulator's controllers run too. Ports:
+`query_port` / `modify_port` (administrative state; a disabled port is down).
 
-Layout (the package `mrc.ctl`): profiles and binding in `controller`; EV
-operations and EV events in `evops`, endpoint requests and ports in
-`endpoint` (mixins of `Controller`), the types in `types` (re-exported here),
-the fault localisation in `localizer` (`mrc.ctl.localize`, `mrc.ctl.Localizer`).
+Profiles are bound to a QP at RESET -> INIT (`mrc.api.QueuePair.modify`) and released when the QP
+returns to RESET or is destroyed; each QP keeps its own copy of the EV states, and controller state
+changes (DENIED, GOOD) reach every QP using the profile at once.
+
+Layout: the device query, format and CC profiles and binding in `controller`; EV profiles in
+`evprofile`; EV operations and events in `evops`; endpoint requests and ports in `endpoint` (mixins of
+`Controller`); the types in `types` (re-exported here); fault localisation in `localizer`
+(`mrc.ctl.localize`, `mrc.ctl.Localizer`).
 """
 from __future__ import annotations
 
-from mrc.ctl.controller import Controller
-from mrc.ctl.types import (
-    AUTO_EV_COUNT, CC_ALGORITHMS, CC_NS_KEYS, EV_MAX_BYTES, CcProfile, EpBatch, EpRequest, EpResponse, EvEvent,
-    EvEventQueue, EvFormatProfile, EvOpEntry, EvProfile, EvProfileMode, EvState, ProfileState,
-)
+from mrc.api.version import query_ctl_version as query_version
+from mrc.ctl.controller import CC_ALGORITHMS, CC_NS_KEYS, Controller
 from mrc.ctl.ev_fields import EvField
+from mrc.ctl.types import (
+    EV_MAX_BYTES, EV_UNPOPULATED, MRC_CTL_API_CURRENT_VERSION, MRC_CTL_API_LAST_SUPPORTED_VERSION,
+    MRC_CTL_API_VER_LATEST, MRC_CTL_EV_MAX_BYTES, MRC_CTL_EV_UNPOPULATED, MRC_CTL_MAX_VENDOR_CFG_SIZE,
+    MRC_CTL_VENDOR_API_CURRENT_VERSION, MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION, CcNsccCfg, CcProfileAttr,
+    CcProfileAttrMask, CtlAttrOpt, CtlCcAttr, CtlDeviceAttr, CtlEv, CtlEvAttr, CtlProtocolVersion, EpBatch, EpOpType,
+    EpRequest, EpResponse, EvEvent, EvEventQueue, EvFieldsOp, EvFieldsOpArgs, EvFmtField, EvFmtMode, EvFmtOp,
+    EvFmtOpArgs, EvFmtProfileAttr, EvFmtProfileAttrMask, EvOp, EvOpArgs, EvOpEntry, EvOpFlags, EvProfileAttr,
+    EvProfileAttrMask, EvProfileMode, EvState, PortAdminState, PortAttr, PortAttrMask, ProfileState,
+)
 
-__all__ = ["Controller", "AUTO_EV_COUNT", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX_BYTES", "CcProfile", "EpBatch", "EpRequest",
-           "EpResponse", "EvEvent", "EvEventQueue", "EvField", "EvFormatProfile", "EvOpEntry", "EvProfile",
-           "EvProfileMode", "EvState", "ProfileState"]
+__all__ = ["Controller", "query_version", "CC_ALGORITHMS", "CC_NS_KEYS", "EV_MAX_BYTES", "EV_UNPOPULATED",
+           "MRC_CTL_API_CURRENT_VERSION", "MRC_CTL_API_LAST_SUPPORTED_VERSION", "MRC_CTL_API_VER_LATEST",
+           "MRC_CTL_EV_MAX_BYTES", "MRC_CTL_EV_UNPOPULATED", "MRC_CTL_MAX_VENDOR_CFG_SIZE",
+           "MRC_CTL_VENDOR_API_CURRENT_VERSION", "MRC_CTL_VENDOR_API_LAST_SUPPORTED_VERSION", "CcNsccCfg",
+           "CcProfileAttr", "CcProfileAttrMask", "CtlAttrOpt", "CtlCcAttr", "CtlDeviceAttr", "CtlEv", "CtlEvAttr",
+           "CtlProtocolVersion", "EpBatch", "EpOpType", "EpRequest", "EpResponse", "EvEvent", "EvEventQueue",
+           "EvField", "EvFieldsOp", "EvFieldsOpArgs", "EvFmtField", "EvFmtMode", "EvFmtOp", "EvFmtOpArgs",
+           "EvFmtProfileAttr", "EvFmtProfileAttrMask", "EvOp", "EvOpArgs", "EvOpEntry", "EvOpFlags", "EvProfileAttr",
+           "EvProfileAttrMask", "EvProfileMode", "EvState", "PortAdminState", "PortAttr", "PortAttrMask",
+           "ProfileState"]
 
 
 def __getattr__(name):

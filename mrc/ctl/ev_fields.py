@@ -24,20 +24,25 @@ repository's ``examples/ev_expansion``):
    concatenated, first field most significant. Format fields beyond the
    profile's fields are zero.
 
-A raw EV is held MSB-first in a container of ``container_bits`` bits (32 for
-STEV and compact SRv6 EVs, 16 for UDP); bits the fields do not pull must be
-zero (``ev_expansion.c``: ``verify_unused_bits_zero``).
+A raw EV is held MSB-first in a container of ``container_bits`` bits (the
+controller passes the whole 256-bit ``mrc_ctl_ev_t``, byte 0 first); bits the
+fields do not pull must be zero (``ev_expansion.c``: ``verify_unused_bits_zero``).
 
 A field with mask 0 is fixed (its ``init_val``; mrc_ctl.h: "min_val/max_val/
-mask are all set to zero"). The raw bits pulled for a field, read as a
-number, must lie in ``[min_val, max_val]``; EVs outside the range are DENIED.
-``min_val = max_val = 0`` on a field with mask bits means the whole range of
-its mask bits (our reading: the OCP ``ev_expansion`` example configures its
-explicit and its first generated STEV profile that way and fills them with
-arbitrary values; a field whose mask bits could only be zero would be a
-fixed field, which mrc_ctl.h writes with mask 0). Generated (GEN) profiles
-draw distinct raw values inside the ranges from a seeded generator and
-assign ports round robin, so the EVs spread evenly over the planes.
+mask are all set to zero"). ``min_val`` / ``max_val`` bound the values the
+device generates for a field ("Minimum/Maximum field value for generated
+EVs"): they apply to GEN profiles only; an explicit EV is taken as the
+controller gives it. ``min_val = max_val = 0`` on a field with mask bits means
+the whole range of its mask bits (our reading: the OCP ``ev_expansion``
+example configures its first generated STEV profile that way and fills it with
+arbitrary values; a field whose mask bits could only be zero would be a fixed
+field, which mrc_ctl.h writes with mask 0). Generated (GEN) profiles draw
+distinct raw values inside the ranges from a seeded generator and assign ports
+round robin, so the EVs spread evenly over the planes.
+
+An explicit profile given no fields (the OCP ``mrc_ctl_exp_ev.md`` example
+sets none) takes `identity_fields`: one field per format field, its whole
+width pulled from the EV, so the EV the controller gives is the EV on the wire.
 """
 from __future__ import annotations
 
@@ -75,6 +80,15 @@ class EvField:
         if self.min_val == 0 and self.max_val == 0:
             return (0, (1 << self.mask_bits) - 1)
         return (self.min_val, self.max_val)
+
+
+def identity_fields(fmt_widths: list[int]) -> list[EvField]:
+    """The fields of an explicit profile configured without any: each format field taken whole from the EV
+    (`EvField` holds 32-bit values, so a format field wider than 32 bits needs fields of its own)."""
+    if any(w > FIELD_MAX_BITS for w in fmt_widths):
+        raise ConfigError("ev_profile.fields", None, f"a format field is wider than {FIELD_MAX_BITS} bits "
+                          f"({fmt_widths}): give the profile's fields (EV_FIELDS_OP MODIFY_FIELDS)")
+    return [EvField(w, 0, 0, 0, (1 << w) - 1) for w in fmt_widths]
 
 
 def check_format(mode: EvMode, widths: list[int]) -> None:

@@ -5,9 +5,9 @@ A device owns its controller (``device.ctl``); the two are one NIC's halves, as 
 through the methods named here (private to the library: applications use the public API):
 
 - `ControllerSide`: what the device asks of its controller: bind / unbind a QP to its
-  profiles at INIT / RESET, a bound QP's EV profile and CC row, the endpoint protocol
-  (packets in, packets out, its deadline and timer), a local port going up or down, and the
-  core's EV events.
+  profiles at INIT / RESET, a bound QP's EV profile, CC row and the names of its EV slots,
+  the endpoint protocol (packets in, packets out, its deadline and timer), a port number's
+  check, a local port going up or down, and the core's EV events (and how many it dropped).
 - `DeviceSide`: what the controller asks of its device: its live QPs, to queue an
   asynchronous event, the seed of a generated EV profile, and to drain the core's events.
 
@@ -30,6 +30,9 @@ class ControllerSide(Protocol):
     def _on_timer(self, now: int) -> None: ...
     def _set_local_port(self, port: int, up: bool, now: int) -> None: ...
     def _on_ev_event(self, qp, e) -> None: ...
+    def _ev_events_lost(self, n: int) -> None: ...
+    def _slot_evs(self, qp) -> list: ...
+    def _check_port(self, port: int) -> None: ...
 
 
 class DeviceSide(Protocol):

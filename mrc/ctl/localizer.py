@@ -67,7 +67,7 @@ PATHS = np.dtype([("a", np.int32), ("b", np.int32), ("ev", np.int64), ("tx", np.
 """A path in use: hosts, EV and its counters (tx = -1: unknown, counted as in use)."""
 
 VERDICTS = ("down", "flapping", "gray", "degraded", "congestion")
-INT_PARAMS = ("min_pairs", "min_paths", "evidence_max")
+INT_PARAMS = ("min_pairs", "min_paths", "evidence_max", "compare_min_tx")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +80,24 @@ class Params:
     down_ratio: float = 0.8  # an outage: this share of the element's paths in use still ASSUMED_BAD ...
     outage_us: float = 0.0  # ... each for at least this long while its QPs went on (real endpoints: noise recovers)
     burst_gap_us: float = 20.0  # an element's bad events further apart than this are separate bursts
-    congestion_ratio: float = 10.0  # marks + trims on its bad paths per loss on them: congestion, not a fault
-    congestion_min: float = 0.01  # ... with at least this many marks + trims per packet sent on them
-    congestion_excess: float = 4.0  # or: under half its paths bad, and those marked this much above the fabric
+    congestion_min: float = 0.01  # marks + trims per packet on its paths below which its queues are not full
+    load_ratio: float = 2.0  # its paths carry this many times the marks + trims per packet of comparable paths: its
+    # queues are fuller than theirs (load, or a slow link)
+    loss_ratio: float = 2.0  # its paths lose this many times the share of packets comparable paths lose (and
+    # significantly, `alpha`): losses that load elsewhere does not explain
+    compare_min_tx: int = 1000  # packets the comparable paths (same host pairs, avoiding it) must have carried, else
+    # every path avoiding it is the comparison
+    congestion_ratio: float = 10.0  # with nothing to compare to: marks + trims per loss on its paths that make it load
+    saturated_min: float = 0.03  # marks + trims per packet on its paths from which, when comparable paths are loaded
+    # (congestion_min) and lose packets too, losses a trickle beside its marks (congestion_ratio) are congestion drops
+    # even when they exceed the comparable paths': such drops come in bursts, the binomial test does not apply
+    burst_loss_ratio: float = 20.0  # ... as long as its share of packets lost is under this many times theirs (at
+    # least 0.5 loss over their packets: few comparable packets prove little). localize_eval: a gray or dead link
+    # on a saturated path loses 36-180x its neighbours; 4x overload's bursts 2.5-4.7x, an incast's host link 10.6x
+    stuck_us: float = 250.0  # a path still ASSUMED_BAD this long after its last bad event is stuck: probes fail (the
+    # core probes an ASSUMED_BAD EV every 100 us, `ev_probe_interval_ps`; a gray loss lets the first probe through)
+    outage_share: float = 0.5  # a burst of bad events is an outage when it takes this share of the element's bad
+    outage_repeat: float = 1.5  # ... paths and each of them at most this many times on average (churn is not)
     degraded_ratio: float = 4.0  # marks per packet of a link vs the median of its parallel links
     degraded_min: float = 0.02
     evidence_max: int = 12  # events kept per suspect
@@ -94,8 +109,9 @@ class Params:
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ConfigError(f"localize.{k}", v, "must be an integer >= 1")
-        for k in ("alpha", "down_still", "down_ratio", "outage_us", "congestion_excess", "burst_gap_us", "congestion_ratio", "congestion_min", "degraded_ratio",
-                  "degraded_min"):
+        for k in ("alpha", "down_still", "down_ratio", "outage_us", "burst_gap_us", "congestion_ratio", "congestion_min",
+                  "saturated_min", "burst_loss_ratio", "load_ratio", "loss_ratio", "stuck_us", "outage_share",
+                  "outage_repeat", "degraded_ratio", "degraded_min"):
             v = getattr(self, k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not np.isfinite(v) or v < 0:
                 raise ConfigError(f"localize.{k}", v, "must be a number >= 0")
@@ -121,6 +137,7 @@ class Suspect:
     marks_per_pkt: float | None = None
     source: str = "ev"  # "ev": EV events and paths; "port": the hosts' own NIC port states; "counters"
     decided_us: float | None = None  # "port": when the port events that make it were all in
+    load: dict | None = None  # the counters its verdict weighed (`Load`), when the paths had counters
 
     @property
     def blamed(self) -> bool:
@@ -147,6 +164,91 @@ class Verdict:
     def as_dict(self) -> dict:
         return {"t_us": self.t_us, "bad_paths": self.bad_paths, "unexplained": self.unexplained,
                 "suspects": [s.as_dict() for s in self.suspects]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Load:
+    """What the path counters say about an element: marks + trims (``sig``), losses and packets (``tx``) over the
+    paths through it, the same over comparable paths (``c_*``: the same host pairs' paths that avoid it, or every
+    path that avoids it, as ``compared`` says; "" when too few packets were left to compare), and whether it is a
+    fabric link whose mark rate stands out among its parallel links (``outlier``)."""
+
+    sig: float
+    losses: float
+    tx: float
+    c_sig: float
+    c_losses: float
+    c_tx: float
+    compared: str
+    outlier: bool
+
+
+def load_verdict(load: Load | None, p: "Params") -> str | None:
+    """"congestion" or "degraded" when load explains an element's losses, None when it does not (a fault: then the
+    timing of its bad paths decides, `outage_verdict`).
+
+    Losses coincide with full queues when the element's paths are marked and trimmed ``load_ratio`` times as much
+    as comparable ones (its queues are fuller) or when they lose no more than comparable paths that are themselves
+    loaded (congestion everywhere); losses well above the comparable paths' (``loss_ratio`` times, and unlikely as
+    noise at ``alpha``) on paths no fuller than theirs are a fault, whatever the load around, unless its queues are
+    saturated (``saturated_min``), the comparable paths loaded, its loss rate under ``burst_loss_ratio`` times
+    theirs (floored at 0.5 loss) and its losses a trickle beside its marks and trims (``congestion_ratio``):
+    congestion drops, which come in bursts. Full queues with excess
+    losses are a slow link (`degraded`) when the link stands out among its parallel links, else congestion (an
+    incast at a host's link, a hot switch). Without anything to compare to, losses a trickle beside marks and trims
+    (``congestion_ratio``) are congestion."""
+    if load is None or load.tx <= 0:
+        return None
+    m_e = load.sig / load.tx
+    if not load.compared:
+        full = m_e >= p.congestion_min and load.sig >= p.congestion_ratio * max(load.losses, 1.0)
+        return "congestion" if full else None
+    m_c = load.c_sig / load.c_tx
+    rate = max(load.c_losses / load.c_tx, 0.5 / load.c_tx)
+    full = m_e >= p.congestion_min and m_e >= p.load_ratio * m_c
+    excess = load.losses > p.loss_ratio * rate * load.tx and \
+        _tail(int(load.losses), int(load.tx), rate) <= p.alpha
+    if excess:
+        if full:
+            return "degraded" if load.outlier else "congestion"
+        # its queues full, those around loaded, its losses a trickle beside its marks and trims and within
+        # burst_loss_ratio of the comparable paths' (their rate floored at 0.5 loss): congestion drops, which come in
+        # bursts, so more here than on comparable paths by chance (one plane of a host's links under 4x overload or
+        # an incast). Where many comparable packets lose nothing (trimming keeps congestion lossless), a gray link's
+        # losses stand far above the floor
+        saturated = m_e >= p.saturated_min and m_c >= p.congestion_min and \
+            load.losses / load.tx < p.burst_loss_ratio * rate and load.sig >= p.congestion_ratio * load.losses
+        return "congestion" if saturated else None
+    return "congestion" if max(m_e, m_c) >= p.congestion_min else None
+
+
+def outage_verdict(times: list, stuck: int, p: "Params") -> str:
+    """down, flapping or gray from the times of an element's bad events (one list per bad path) and how many of its
+    bad paths are stuck ASSUMED_BAD (``stuck_us``: their probes fail).
+
+    Most paths stuck: down. Otherwise the events are split into bursts where they pause longer than
+    ``burst_gap_us``; an *outage* burst takes ``outage_share`` of the bad paths, each about once (at most
+    ``outage_repeat`` events per path: paths that fail and come back over and over within a burst are churn, which
+    random loss makes). Outages that hold most of the events: two or more, flapping; one, down (a reboot: every path
+    fails at once, then all come back). Anything else, gray: paths that go bad and come back independently."""
+    n = len(times)
+    if n and stuck >= p.down_still * n:
+        return "down"
+    events = sorted((t, k) for k, ts in enumerate(times) for t in ts)
+    gap = p.burst_gap_us * 1e6
+    bursts: list[list] = []
+    last = None
+    for t, k in events:
+        if last is None or t - last > gap:
+            bursts.append([])
+        bursts[-1].append(k)
+        last = t
+    need = max(p.min_paths, p.outage_share * n)
+    outages = [b for b in bursts if len(set(b)) >= need and len(b) <= p.outage_repeat * len(set(b))]
+    held = sum(len(b) for b in outages)
+    if outages and held >= 0.5 * len(events):
+        return "flapping" if len(outages) >= 2 else "down"
+    return "gray"
 
 
 def _tail(b: int, n: int, p: float) -> float:
@@ -194,7 +296,8 @@ class Localizer:
         self.port_events: list[tuple[int, int, int, bool]] = []  # (t ps, host, plane, up)
         self.pair_active: dict[tuple[int, int], int] = {}  # (lo, hi) host pair -> its QPs ran until (ps)
         self.paths = np.zeros(0, PATHS)
-        self._rates = self._link_rates = None  # per set of paths: `_mark_rates`, `_element_counts`
+        self._rates = self._link_rates = self._by_pair = None  # per set of paths: `_mark_rates`, `_counts`,
+        self._totals = np.zeros(3)  # `_pair_keys`; the totals of marks + trims, losses, packets
         self._route_cache: dict[tuple[int, int, int], np.ndarray] = {}
         self.named_at: dict[str, float] = {}  # element -> first time (us) blamed, by `update`
         self.first_verdict: dict[str, Suspect] = {}
@@ -276,7 +379,7 @@ class Localizer:
         if paths.dtype != PATHS:
             raise TypeError("paths must be a PATHS table (mrc.ctl.localizer.PATHS)")
         self.paths = paths
-        self._rates = self._link_rates = None  # computed again from these paths when first asked
+        self._rates = self._link_rates = self._by_pair = None  # computed again from these paths when first asked
 
     def _merge(self) -> None:
         if self._pending:
@@ -390,7 +493,7 @@ class Localizer:
             pool = [i for i in pool if i in remaining]
             for e, expl in self._greedy(pool, bad_elems, bad_keys, u, n_used, n_el, min_ratio):
                 all_through = [i for i in range(len(bad_keys)) if e in set(bad_elems[i].tolist())]
-                suspects.append(self._suspect(e, all_through, bad_keys, paths, ev, int(u[e]), rate_all, path_rate))
+                suspects.append(self._suspect(e, all_through, bad_keys, paths, ev, int(u[e]), rate_all, path_rate, t))
                 remaining -= set(expl)
         suspects += self._degraded(rate_all, {s.element for s in suspects}, t_us)
         suspects += [s for s in ports if s.element not in {x.element for x in suspects}]
@@ -463,49 +566,17 @@ class Localizer:
         per_path = dict(zip(map(tuple, uniq.tolist()), sums.tolist()))
         return rate_all, per_path
 
-    def _bursts(self, idx, bad_keys, paths) -> list[set]:
-        """The element's bad events split where they pause longer than ``burst_gap_us``: paths per burst."""
-        times = sorted((t, i) for i in idx for t in paths[bad_keys[i]]["times"])
-        gap = self.p.burst_gap_us * 1e6
-        out: list[set] = []
-        last = None
-        for t, i in times:
-            if last is None or t - last > gap:
-                out.append(set())
-            out[-1].add(i)
-            last = t
-        return out
-
-    def _suspect(self, e, idx, bad_keys, paths, ev, used, rate_all, path_rate) -> Suspect:
+    def _suspect(self, e, idx, bad_keys, paths, ev, used, rate_all, path_rate, t) -> Suspect:
         name, kind, ports = self.element_name(e)
         recs = [paths[bad_keys[i]] for i in idx]
-        still = sum(1 for d in recs if d["state"] == EV_ASSUMED_BAD)
         pairs = {(bad_keys[i][0], bad_keys[i][1]) for i in idx}
         first = min(d["first"] for d in recs)
         last = max(d["last"] for d in recs)
-        sig = losses = tx = 0
-        for i in idx:
-            c = path_rate.get(bad_keys[i])
-            if c:
-                sig, losses, tx = sig + c[0], losses + c[1], tx + c[2]
-        mpp = sig / tx if tx else None
-        # a burst that takes at least half of the element's bad paths at once is an outage
-        big = [b for b in self._bursts(idx, bad_keys, paths) if len(b) >= max(self.p.min_paths, len(idx) / 2)]
+        still = sum(1 for d in recs if d["state"] == EV_ASSUMED_BAD)
+        stuck = sum(1 for d in recs if d["state"] == EV_ASSUMED_BAD and t - d["last"] >= self.p.stuck_us * 1e6)
+        load = self._load(e, pairs)
+        verdict = load_verdict(load, self.p) or outage_verdict([d["times"] for d in recs], stuck, self.p)
         score = len(idx) / used if used else 1.0
-        if mpp is not None and mpp >= self.p.congestion_min and (
-                sig >= self.p.congestion_ratio * max(losses, 1)  # losses a trickle beside marks and trims
-                or (score < 0.5 and rate_all is not None and mpp >= self.p.congestion_excess * rate_all)):
-            # (or a few of its paths went bad, and those are the fabric's congested ones)
-            verdict = "congestion"
-        elif len(big) >= 2:
-            verdict = "flapping"
-        elif len(big) == 1 or still >= self.p.down_still * len(recs):
-            verdict = "down"
-        else:
-            verdict = "gray"
-        if verdict != "congestion" and mpp is not None and rate_all is not None and mpp >= self.p.congestion_min \
-                and mpp >= self.p.congestion_excess * rate_all:
-            verdict = "degraded"  # it loses packets *and* its paths are the fabric's congested ones: a slow link
         evid = []
         for i in sorted(idx, key=lambda i: paths[bad_keys[i]]["first"])[: self.p.evidence_max]:
             d = paths[bad_keys[i]]
@@ -514,25 +585,61 @@ class Localizer:
                          "ev": int(ev["ev"][k]), "label": int(ev["label"][k]), "bad_events": d["bad"],
                          "drop_count": int(ev["drops"][k]),
                          "state": "ASSUMED_BAD" if d["state"] == EV_ASSUMED_BAD else "GOOD"})
+        mpp = load.sig / load.tx if load is not None and load.tx > 0 else None
         return Suspect(name, kind, verdict, score, len(idx), used, len(pairs), still,
-                       first / 1e6, last / 1e6, ports, tuple(evid), mpp)
+                       first / 1e6, last / 1e6, ports, tuple(evid), mpp,
+                       load=None if load is None else dataclasses.asdict(load))
 
-    def _degraded(self, rate_all, named, t_us) -> list[Suspect]:
-        """Fabric links whose paths carry far more marks and trims than their parallel links'."""
-        use = self.paths
-        if rate_all is None or not len(use):
-            return []
+    def _pair_keys(self) -> dict:
+        """Host pair -> the keys of its paths with counters (once per set of paths)."""
+        if self._by_pair is None:
+            self._by_pair = {}
+            for key in self._mark_rates()[1]:
+                self._by_pair.setdefault((key[0], key[1]), []).append(key)
+        return self._by_pair
+
+    def _load(self, e, pairs) -> "Load | None":
+        """The counters of the paths through element `e` and of comparable ones (`Load`); None without counters."""
+        rate_all, per_path = self._mark_rates()
+        if rate_all is None:
+            return None
+        sig, tx, losses, outlier = self._counts()
+        through = np.array([sig[e], losses[e], tx[e]], np.float64)
+        comp = np.zeros(3)
+        for pair in pairs:
+            keys = self._pair_keys().get(pair, [])
+            k = np.array(keys, np.int64).reshape(-1, 3)
+            for key, route in zip(keys, self._routes(k[:, 0], k[:, 1], k[:, 2])):
+                if e not in route:
+                    comp += per_path[key]
+        compared = "pairs"
+        if comp[2] < self.p.compare_min_tx:
+            comp = self._totals - through
+            compared = "fabric"
+        if comp[2] < self.p.compare_min_tx:
+            comp[:] = 0
+            compared = ""
+        return Load(float(through[0]), float(through[1]), float(through[2]), float(comp[0]), float(comp[1]),
+                    float(comp[2]), compared, bool(outlier[e]))
+
+    def _counts(self):
+        """Per element: marks + trims, packets, losses over the paths with counters, and whether it is a fabric link
+        whose mark rate is an outlier among its parallel links (`_parallel_outliers`). Once per set of paths."""
         if self._link_rates is None:
-            self._link_rates = self._element_counts(use[use["tx"] > 0])
-        marks, tx = self._link_rates
+            use = self.paths
+            known = use[use["tx"] > 0]
+            sig, tx, losses = self._element_counts(known)
+            self._totals = np.array([float((known["marks"] + known["trims"]).sum()), float(known["losses"].sum()),
+                                     float(known["tx"].sum())])
+            self._link_rates = (sig, tx, losses, self._parallel_outliers(sig, tx))
+        return self._link_rates
+
+    def _parallel_groups(self, tx):
+        """Fabric links with traffic grouped with their parallel links: same plane, the same pair of tiers, the lower
+        end the same switch (a host's own link is never grouped: incast lives there). (links, groups of indices)."""
         topo = self.topo
         fp, node = topo.port, topo.node
-        out = []
         links = np.flatnonzero(tx[: self.n_ports] > 0)
-        if not len(links):
-            return []
-        rate = marks[links] / tx[links]
-        # parallel group: same plane, the same pair of tiers, the lower end the same switch or the upper
         a_node = fp["node"][links]
         b_node = fp["peer_node"][links]
         host_link = (node["kind"][a_node] == 0) | (node["kind"][b_node] == 0)
@@ -540,31 +647,55 @@ class Localizer:
         groups: dict[tuple, list[int]] = {}
         for k, q in enumerate(links):
             if host_link[k]:
-                continue  # a host's own link: incast lives here; not compared
+                continue
             low = a_node[k] if node["tier"][a_node[k]] == tiers[k] else b_node[k]
             groups.setdefault((int(fp["plane"][q]), int(tiers[k]), int(low)), []).append(k)
-        for members in groups.values():
-            if len(members) < 3:
-                continue
+        return links, [m for m in groups.values() if len(m) >= 3]
+
+    def _parallel_outliers(self, sig, tx) -> np.ndarray:
+        """Per element: a fabric link whose marks + trims per packet are `degraded_ratio` times its parallel links'
+        median (and at least `degraded_min`): spraying loads parallel links alike, so an outlier is the link."""
+        out = np.zeros(len(tx), np.bool_)
+        links, groups = self._parallel_groups(tx)
+        if not len(links):
+            return out
+        rate = sig[links] / tx[links]
+        for members in groups:
             r = rate[members]
             med = float(np.median(r))
+            for j in members:
+                if rate[j] >= self.p.degraded_min and rate[j] > self.p.degraded_ratio * max(med, 1e-9):
+                    out[int(links[j])] = True
+        return out
+
+    def _degraded(self, rate_all, named, t_us) -> list[Suspect]:
+        """Fabric links whose paths carry far more marks and trims than their parallel links'."""
+        if rate_all is None or not len(self.paths):
+            return []
+        sig, tx, _, outlier = self._counts()
+        links, groups = self._parallel_groups(tx)
+        out = []
+        for members in groups:
+            r = sig[links[members]] / tx[links[members]]
             j = int(np.argmax(r))
-            if r[j] >= self.p.degraded_min and r[j] > self.p.degraded_ratio * max(med, 1e-9):
-                e = int(links[members[j]])
-                name, kind, ports = self.element_name(e)
-                if name in named:
-                    continue
-                out.append(Suspect(name, kind, "degraded", float(r[j]), 0, int(tx[e]), 0, 0, t_us, t_us, ports, (
-                    {"marks_per_pkt": float(r[j]), "parallel_median": med, "parallel_links": len(members)},),
-                    float(r[j]), source="counters", decided_us=t_us))
+            e = int(links[members[j]])
+            if not outlier[e]:
+                continue
+            name, kind, ports = self.element_name(e)
+            if name in named:
+                continue
+            out.append(Suspect(name, kind, "degraded", float(r[j]), 0, int(tx[e]), 0, 0, t_us, t_us, ports, (
+                {"marks_per_pkt": float(r[j]), "parallel_median": float(np.median(r)), "parallel_links": len(members)},),
+                float(r[j]), source="counters", decided_us=t_us))
         return out
 
     def _element_counts(self, known):
-        """Marks + trims and packets per element (`_routes` ids) over the paths `known`, summed in path order
+        """Marks + trims, packets and losses per element (`_routes` ids) over the paths `known`, summed in path order
         (a loop-free path passes each element once)."""
         n_el = self.n_ports + int(self.topo.n_nodes)
         marks = np.zeros(n_el)
         tx = np.zeros(n_el)
+        losses = np.zeros(n_el)
         elems = self._routes(np.minimum(known["a"], known["b"]).astype(np.int64),
                              np.maximum(known["a"], known["b"]).astype(np.int64), known["ev"].astype(np.int64))
         lens = np.fromiter((len(e) for e in elems), np.int64, len(elems))
@@ -573,7 +704,8 @@ class Localizer:
             rep = np.repeat(np.arange(len(elems)), lens)
             np.add.at(marks, flat, (known["marks"] + known["trims"])[rep].astype(np.float64))
             np.add.at(tx, flat, known["tx"][rep].astype(np.float64))
-        return marks, tx
+            np.add.at(losses, flat, known["losses"][rep].astype(np.float64))
+        return marks, tx, losses
 
     # ------------------------------------------------------------ live use
 

@@ -16,6 +16,9 @@ import sys
 from mrc.cli import deprecated_spelling
 from mrc.errors import UsageError
 
+ID_SEED_WARNING = ("mrc: warning: --id-seed draws QPNs, R_Keys and initial PSNs from a seed: anyone who knows it "
+                   "can forge packets the QPs accept, and a capture of an earlier run with the same seed, replayed, "
+                   "kills this one (REM_ACCESS_ERR); for tests only")
 DEFAULTS = dict(base_rtt_us=1000.0, target_delay_us=4000.0, port_gbps=0.25, rto_ms=50.0, reorder_us=None,
                 probe_interval_ms=2.0, rev_probe_interval_ms=10.0)
 
@@ -58,6 +61,8 @@ def _build(args):
         ta = NativeSrv6(t, hosts[0], netns=fab.host_ns(hosts[0]))
         tb = NativeSrv6(t, hosts[1], netns=fab.host_ns(hosts[1]))
         ports = t.n_planes
+    if args.id_seed is not None:
+        print(ID_SEED_WARNING, file=sys.stderr)
     devs = []
     for k, name in enumerate(("requester", "responder")):
         id_seed = None if args.id_seed is None else args.id_seed + k  # QPNs, R_Keys, PSNs: random unless asked
@@ -99,7 +104,8 @@ async def run_from_args(args) -> dict:
         failure = FailurePlan(fab.parse_port(args.fail_link), args.fail_at_ms / 1000,
                               None if args.restore_at_ms is None else args.restore_at_ms / 1000)
     opts, rts = transfer_options(args)
-    async with open_endpoint(da, ta) as ea, open_endpoint(db, tb) as eb:
+    queue_s = args.rto_ms / 4000  # receive buffers hold a quarter of the retransmission timeout (`Endpoint`)
+    async with open_endpoint(da, ta, rx_queue_s=queue_s) as ea, open_endpoint(db, tb, rx_queue_s=queue_s) as eb:
         report = await run_transfer(ea, eb, opts, rts=rts, fabric=fab, hosts=hosts, failure=failure)
         report["mode"] = args.mode
         report["from"], report["to"] = str(ea.local_peer()), str(eb.local_peer())
@@ -218,8 +224,9 @@ def register(parser) -> None:
     g.add_argument("--rev-probe-interval-ms", type=float, default=DEFAULTS["rev_probe_interval_ms"],
                    help="reverse-path probe interval")
     p.add_argument("--seed", type=int, default=1, help="seed of the data written (default 1)")
-    p.add_argument("--id-seed", type=int, default=None, help="draw QPNs, R_Keys and initial PSNs from this seed "
-                   "(reproducible, guessable: for tests); default: the operating system's CSPRNG")
+    p.add_argument("--id-seed", type=int, default=None, help="TESTS ONLY: draw QPNs, R_Keys and initial PSNs from "
+                   "this seed (reproducible, so guessable, and a replayed capture of an earlier run with the same "
+                   "seed is accepted as this run's: it can kill the transfer); default: the operating system's CSPRNG")
     p.add_argument("--timeout-s", type=float, default=120.0, help="give up (and say so) after this long")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=_transfer)

@@ -3,18 +3,25 @@
 Shape (aioquic's ``asyncio/protocol.py``, hypercorn's trio ``udp_server``,
 trio's DTLS endpoint):
 
-- one *reader* task per receive socket: ``recvmsg`` -> the transport's
-  ``unframe_untrusted`` (garbage is dropped and counted, never raised) ->
-  the source check -> a bounded inbox (full: the datagram is dropped and
-  counted). Source check: once a QP is connected, a datagram from an address
-  that is no QP's peer is dropped before it is even decoded
-  (``rx_wrong_source``: a flood costs a set lookup each); a packet for a
-  connected QP must come from that
+- one *reader* task per receive socket: batches of ``recvmsg`` (until the
+  socket is empty or ``rx_batch``) -> the source check -> the QPN check ->
+  the transport's ``unframe_untrusted`` (garbage is dropped and counted, never
+  raised) -> a bounded inbox (full: the datagram is dropped and counted).
+  Where the transport allows (UDP encapsulation), a receive socket whose port
+  has one peer address is connected to it (``sockets_connected``): the kernel
+  drops every other source before the process sees it. Source check: once a
+  QP is connected, a datagram from an address that is no QP's peer is dropped
+  before it is even decoded (``rx_wrong_source``: a set lookup each); QPN
+  check: a datagram whose BTH names no QP of the device (nor the endpoint QP)
+  is dropped before decoding too (``rx_unknown_qpn``, read in place), and so
+  is an endpoint request beyond the rate below (``ep_rate_limited``); a
+  packet for a connected QP must come from that
   QP's peer address on the NIC port it arrived on (`Peer.sent`), else it is
   dropped and counted (``rx_wrong_source``); an endpoint request is answered
   only when it comes from the peer of one of the device's QPs
   (``ep_unknown_source``) and at most ``ep_rate`` per second, in bursts of
-  ``ep_burst`` (``ep_rate_limited``); endpoint responses go on to the
+  ``ep_burst`` (``ep_rate_limited``, counted before decoding where BTH can be
+  read in place); endpoint responses go on to the
   controller, which matches them against its own requests;
 - one *protocol* task per endpoint, the only code that touches the device:
   it waits for the inbox or the device's single deadline
@@ -44,6 +51,7 @@ import contextlib
 import math
 from dataclasses import dataclass, fields
 
+import numpy as np
 import trio
 
 from mrc.errors import UsageError
@@ -56,6 +64,11 @@ ENDPOINT_REQUEST = int(Opcode.MRC_ENDPOINT_REQUEST)
 PS_PER_S = 10**12
 MSG_TRUNC = 0x20  # Linux
 _WAKE = object()
+ENDPOINT_QPN_BYTES = ENDPOINT_QPN.to_bytes(3, "big")
+# Receive buffers: a quarter of `mrc io transfer`'s default retransmission timeout (50 ms) of the port's rate,
+# within [256 KiB, 8 MiB] (docs/real-network.md, "Floods")
+RX_QUEUE_S = 0.0125
+MIN_RX_BUFFER, MAX_RX_BUFFER = 256 << 10, 8 << 20
 
 
 def to_ps(t: float) -> int:
@@ -116,15 +129,20 @@ class EndpointStatistics:
     rx_wrong_source: int = 0  # dropped: for a connected QP, but not from its peer's address on that port
     ep_unknown_source: int = 0  # endpoint requests dropped: not from the peer of any QP of the device
     ep_rate_limited: int = 0  # endpoint requests dropped: beyond ep_rate / ep_burst
+    rx_unknown_qpn: int = 0  # dropped before decoding: BTH names no QP of the device
+    sockets_connected: int = 0  # receive sockets the kernel filters to their one peer address (now)
+    rx_buffer: int = 0  # bytes asked for each receive socket's buffer (`Endpoint`, ``rx_queue_s``)
 
 
 class Endpoint:
     """One MRC NIC (`mrc.api.Device`) on the sockets of `transport` (`UdpEncap` or `NativeSrv6`)."""
 
     def __init__(self, device, transport, *, inbox_size: int = 4096, rx_batch: int = 64, tx_batch: int = 32,
-                 tracer=None, ep_rate: float = 2000.0, ep_burst: int = 1024):
+                 tracer=None, ep_rate: float = 2000.0, ep_burst: int = 1024, rx_queue_s: float = RX_QUEUE_S):
         if not ep_rate > 0 or not (isinstance(ep_burst, int) and ep_burst >= 1):
             raise UsageError(f"Endpoint: ep_rate = {ep_rate!r} must be > 0 and ep_burst = {ep_burst!r} an integer >= 1")
+        if not (isinstance(rx_queue_s, (int, float)) and 0 < rx_queue_s <= 10):
+            raise UsageError(f"Endpoint: rx_queue_s = {rx_queue_s!r} must be in (0, 10] seconds")
         if device.ports != transport.ports:
             raise UsageError(f"Endpoint: device {device.name!r} has {device.ports} port(s) but the transport "
                              f"has {transport.ports} socket address(es); give one per NIC port")
@@ -142,6 +160,11 @@ class Endpoint:
         self.ep_rate, self.ep_burst = float(ep_rate), ep_burst
         self._ep_tokens, self._ep_refill = float(ep_burst), None  # token bucket of endpoint answers
         self._allowed: set = set()  # (port, source address, UDP port or 0 in native mode) of every QP's peer
+        self._connected: dict = {}  # port -> the address its socket is connected to
+        # each receive socket holds about rx_queue_s of the port's rate: a packet that waited longer would be
+        # resent by then (the queue is sized to the retransmission timeout, not to the memory available)
+        rate = getattr(device, "port_rate_bps", 10**9) / 8
+        self._counts["rx_buffer"] = transport.rx_buffer = int(min(MAX_RX_BUFFER, max(MIN_RX_BUFFER, rate * rx_queue_s)))
 
     # -- time -------------------------------------------------------------------------
     def now(self) -> int:
@@ -216,8 +239,14 @@ class Endpoint:
         c, tp = self._counts, self.transport
         native = tp.mode == "native"
         ancsize = 256 if native else 0
+        qps = self.device._by_qpn  # the device's QPs by number (read live: QPs come and go)
         while True:
-            for data, anc, flags, addr in await sock.recv_batch(self.rx_batch, ancsize):
+            items, screened, screened_bytes = await sock.recv_batch(self.rx_batch, ancsize, self._screen)
+            if screened:
+                c["rx_datagrams"] += screened
+                c["rx_bytes"] += screened_bytes
+                c["rx_unknown_qpn"] += screened
+            for data, anc, flags, addr in items:
                 if data is None:
                     c["rx_errors"] += 1
                     continue
@@ -230,12 +259,25 @@ class Endpoint:
                 if allowed and (port, addr[0].split("%")[0], 0 if native else addr[1]) not in allowed:
                     c["rx_wrong_source"] += 1  # not from any QP's peer: dropped before it costs a decode
                     continue
+                at = tp.bth_at(data)
+                charged = False
+                if at >= 0:  # BTH read in place: opcode, destination QP
+                    qpn = data[at + 5:at + 8]
+                    if qpn == ENDPOINT_QPN_BYTES:
+                        if data[at] == ENDPOINT_REQUEST:
+                            if not self._ep_token():
+                                c["ep_rate_limited"] += 1  # beyond ep_rate: dropped before it costs a decode
+                                continue
+                            charged = True
+                    elif int.from_bytes(qpn, "big") not in qps:
+                        c["rx_unknown_qpn"] += 1  # for no QP of ours: dropped before it costs a decode
+                        continue
                 try:
                     item = tp.unframe_untrusted(port, data, anc, addr)
                 except (DecodeError, ValueError):
                     c["rx_garbage"] += 1
                     continue
-                if not self._admit(port, item[0], item[2]):
+                if not self._admit(port, item[0], item[2], charged):
                     continue
                 try:
                     self._inbox_send.send_nowait(item)
@@ -258,8 +300,43 @@ class Endpoint:
                         out.add((k, a[0], 0 if native else a[1]))
         return out
 
-    def _admit(self, port: int, pkt, src) -> bool:
-        """The source check (module docstring): True to hand the packet to the device."""
+    def _screen(self, rows, lens):
+        """Of a batch of datagrams (`Datagram.recv_batch`), those to keep: all but the ones whose BTH names no
+        QP of the device (nor the endpoint QP), found with a few array operations for the whole batch."""
+        qpn, valid = self.transport.dqpns(rows, lens)
+        known = np.fromiter(self.device._by_qpn, dtype=np.int64, count=len(self.device._by_qpn))
+        return ~valid | (qpn == ENDPOINT_QPN) | np.isin(qpn, known)
+
+    def _receive_only(self, allowed: set) -> None:
+        """Connect each receive socket whose port has exactly one peer address to it (the kernel then drops every
+        other source), and undo that for a port that has several again (a socket takes one association)."""
+        tp = self.transport
+        for port in range(tp.ports):
+            srcs = {(a, p) for k, a, p in allowed if k == port}
+            want = next(iter(srcs)) if len(srcs) == 1 and tp.mode == "udp" else None
+            if self._connected.get(port) == want:
+                continue
+            if tp.receive_only(port, want):
+                self._connected[port] = want
+            elif want is None:
+                self._connected.pop(port, None)
+        self._counts["sockets_connected"] = sum(a is not None for a in self._connected.values())
+
+    def _ep_token(self) -> bool:
+        """Take one endpoint request's token from the bucket (``ep_rate`` a second, at most ``ep_burst``); False
+        when there is none."""
+        now = trio.current_time()
+        last, self._ep_refill = self._ep_refill, now
+        if last is not None:
+            self._ep_tokens = min(float(self.ep_burst), self._ep_tokens + (now - last) * self.ep_rate)
+        if self._ep_tokens < 1:
+            return False
+        self._ep_tokens -= 1
+        return True
+
+    def _admit(self, port: int, pkt, src, charged: bool = False) -> bool:
+        """The source check (module docstring): True to hand the packet to the device. `charged`: an endpoint
+        request whose token was taken before decoding."""
         c, dev = self._counts, self.device
         qpn = int(pkt["dqpn"])
         if qpn == ENDPOINT_QPN:
@@ -268,20 +345,18 @@ class Endpoint:
             if not any(isinstance(p, Peer) and p.sent(port, src) for p in dev.peer_addresses()):
                 c["ep_unknown_source"] += 1
                 return False
-            now = trio.current_time()
-            last, self._ep_refill = self._ep_refill, now
-            if last is not None:
-                self._ep_tokens = min(float(self.ep_burst), self._ep_tokens + (now - last) * self.ep_rate)
-            if self._ep_tokens < 1:
+            if not charged and not self._ep_token():
                 c["ep_rate_limited"] += 1
                 return False
-            self._ep_tokens -= 1
             return True
+        if qpn not in dev._by_qpn:
+            c["rx_unknown_qpn"] += 1
+            return False
         bound = dev.peer_address(qpn)
         if isinstance(bound, Peer) and not bound.sent(port, src):
             c["rx_wrong_source"] += 1
             return False
-        return True  # an unknown QPN or a QP with no peer yet: the device counts and drops it
+        return True  # a QP with no peer yet: the device decides
 
     async def _protocol(self) -> None:
         dev, c = self.device, self._counts
@@ -308,7 +383,10 @@ class Endpoint:
                 dev.handle_timer(now)
                 c["timers"] += 1
             await self._flush(now)
-            self._allowed = self._peer_sources()
+            allowed = self._peer_sources()
+            if allowed != self._allowed:
+                self._allowed = allowed
+                self._receive_only(allowed)
             c["steps"] += 1
             self._progress.set()
             self._progress = trio.Event()

@@ -11,7 +11,7 @@ flows (OCP ``mrc_ctl.h`` / ``mrc.h`` calls, through `mrc.ctl` and `mrc.api`):
   its plane; the controller's expansion of an EV is its uSID carrier, which a
   test checks against `Topology.carrier` (what the transport sends to).
 - CC: NSCC (UET 1.0 as in `mrc.core.nscc`) with the base RTT given, or a
-  fixed window ("none").
+  fixed window ("none": the controller's "fixed-window" algorithm).
 
 Software endpoints are far slower than a NIC, so the port rate the CC
 profile scales its windows by is a parameter (`port_gbps`), as are the RTO
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from mrc.api import Device
 from mrc.errors import UsageError
+from mrc.ctl import EV_UNPOPULATED, CtlEv
 from mrc.ctl.ev_fields import EvField
 
 EV_PROFILE = 1
@@ -49,13 +50,13 @@ def setup_native_profiles(dev: Device, topo, src: int, dst: int, *, min_active: 
     """EV format + EXP EV profile carrying every path of (src -> dst); returns the EVs."""
     prof = topo.srv6_profile(src, dst)
     c = dev.ctl
-    c.modify_ev_format_profile(EV_PROFILE, mode="SRv6", fields=list(prof["fmt_widths"]), state="OFFLINE")
-    c.modify_ev_format_profile(EV_PROFILE, state="ONLINE")
+    c.modify_ev_fmt_profile(EV_PROFILE, mode="SRv6", fields=list(prof["fmt_widths"]), state="OFFLINE")
+    c.modify_ev_fmt_profile(EV_PROFILE, state="ONLINE")
     fields = [EvField(f["width"], f["init_val"], f["min_val"], f["max_val"], f["mask"]) for f in prof["fields"]]
     evs = pair_evs(topo, src, dst)
     c.modify_ev_profile(EV_PROFILE, mode="EXP", fmt_id=EV_PROFILE, count=len(evs), fields=fields, state="OFFLINE")
     for ev in evs:
-        c.replace_ev(EV_PROFILE, None, ev, port=topo.ev_fields(ev)[0] + 1)
+        c.replace_ev(EV_PROFILE, EV_UNPOPULATED, CtlEv.from_int(ev, topo.ev_fields(ev)[0] + 1))
     c.modify_ev_profile(EV_PROFILE, min_active=max(1, len(evs) // 4) if min_active is None else min_active,
                         event_mask=3, state="ONLINE")
     return evs
@@ -63,9 +64,9 @@ def setup_native_profiles(dev: Device, topo, src: int, dst: int, *, min_active: 
 
 def carrier_of(dev: Device, ev: int) -> int:
     """The controller's expansion of `ev` as a 128-bit address (what the NIC puts in the outer header)."""
-    widths = dev.ctl.query_ev_format_profile(EV_PROFILE)["fields"]
-    for e in dev.ctl.query_ev_array(EV_PROFILE):
-        if e["ev"] == ev:
+    widths = [f.width for f in dev.ctl.query_ev_fmt_profile(EV_PROFILE).ev_fmt_op.fmt_fields]
+    for e in dev.ctl.ev_table(EV_PROFILE):
+        if e["value"] == ev:
             return int(e["expanded"]) << (128 - sum(widths))
     raise UsageError(f"ev = {ev:#x} is not in EV profile {EV_PROFILE}")
 
@@ -75,7 +76,7 @@ def setup_udp_profiles(dev: Device, ev_count: int) -> list[int]:
     c.modify_ev_profile(EV_PROFILE, mode="AUTO", count=ev_count, min_active=max(1, ev_count // 4), event_mask=3,
                         state="OFFLINE")
     c.modify_ev_profile(EV_PROFILE, state="ONLINE")
-    return [e["ev"] for e in c.query_ev_array(EV_PROFILE)]
+    return [e["value"] for e in c.ev_table(EV_PROFILE)]
 
 
 def setup_cc(dev: Device, *, algorithm: str, base_rtt_us: float, window_bytes: int | None = None,
@@ -95,7 +96,7 @@ def setup_cc(dev: Device, *, algorithm: str, base_rtt_us: float, window_bytes: i
             raise UsageError(f"window = {window_bytes!r}: a fixed window needs at least one MTU ({dev.mtu} B)")
         cfg["max_cwnd"] = int(window_bytes)
     c = dev.ctl
-    c.modify_cc_profile(CC_PROFILE, algorithm="uet-1.0-nscc" if algorithm == "nscc" else algorithm, state="OFFLINE")
+    c.modify_cc_profile(CC_PROFILE, algorithm="uet-1.0-nscc" if algorithm == "nscc" else "fixed-window", state="OFFLINE")
     c.modify_cc_profile(CC_PROFILE, config=cfg, state="ONLINE")
 
 

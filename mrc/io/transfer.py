@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import trio
 
-from mrc.ctl import EpRequest, EvState
+from mrc.ctl import EpRequest, EvFmtMode, EvState
 from mrc.errors import UsageError
 from mrc.io.endpoint import Endpoint, trio_time, unwrapped
 from mrc.io.session import connect, timeout_exponent
@@ -92,7 +92,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     dev_a, dev_b = ep_a.device, ep_b.device
     attrs = dict(timeout=timeout_exponent(opts.rto_ms), ev_probe_interval_ps=int(opts.ev_probe_interval_ms * 1e9),
                  probe_successes=opts.probe_successes)
-    n_ev = int(dev_a.ctl.query_ev_profile(1)["count"])
+    n_ev = int(dev_a.ctl.query_ev_profile(1).ev_count)
     attrs["ev_active_target"] = n_ev
     if opts.reorder_window_us is not None:
         attrs["reorder_window_ps"] = int(opts.reorder_window_us * 1e6)
@@ -129,7 +129,7 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
     async def watch(ep, evq, side):
         while True:
             for e in await ep.wait_ev_events(evq, 256):
-                events.append((ep.now(), side, int(e.ev), e.state.name))
+                events.append((ep.now(), side, e.value, e.state.name))
 
     async def inject(plan: FailurePlan):
         from mrc.fabric import netns
@@ -210,13 +210,16 @@ async def run_transfer(ep_a: Endpoint, ep_b: Endpoint, opts: TransferOptions, *,
 async def probe_paths(ep: Endpoint, peer, timeout_s: float) -> dict:
     """EV probes (controller endpoint requests) on every EV of the profile to `peer`: RTT per EV (ms, None if
     unanswered). Checks every path before the transfer and warms the code path up."""
-    evs = ep.device.ctl.query_ev_array(1)
-    reqs = [EpRequest(k, peer, e["port"], e["ev"]) for k, e in enumerate(evs)]
+    ctl = ep.device.ctl
+    fmt_id = ctl.query_ev_profile(1).ev_fmt_profile_id
+    mode = EvFmtMode.STEV if fmt_id is None else ctl.query_ev_fmt_profile(fmt_id).ev_fmt_mode
+    evs = ctl.ev_table(1)
+    reqs = [EpRequest(k, peer, e["ev"], ev_fmt_mode=mode) for k, e in enumerate(evs)]
     batch = ep.device.ctl.ep_batch_send("EV_PROBE", reqs, now=ep.now(), rsp_timeout_ns=int(timeout_s * 1e9))
     ep.wakeup()
     await ep.wait_condition(lambda: batch.done or batch.timed_out)
     rtt = {r.req_id: r.rtt_ns / 1e6 for r in batch.responses}
-    return {f"{e['ev']:#010x}": rtt.get(k) for k, e in enumerate(evs)}
+    return {f"{e['value']:#010x}": rtt.get(k) for k, e in enumerate(evs)}
 
 
 async def _warm_up(ep: Endpoint, conn, mr_a, mr_b, opts: TransferOptions) -> str | None:
@@ -254,7 +257,7 @@ async def _post_all(ep: Endpoint, conn, mr_a, mr_b, opts: TransferOptions, done:
 
 
 def _all_good(qa, evs) -> bool:
-    st = {e["ev"]: e["state"] for e in qa.ev_states()}
+    st = {e["value"]: e["state"] for e in qa.ev_states()}
     return all(st.get(ev) == "GOOD" for ev in evs)
 
 
@@ -262,7 +265,7 @@ def _qp_report(qp, base: dict) -> dict:
     """The QP's counters since `base` (the timed transfer only), its window and its EV states."""
     s = qp.statistics()
     return {**{k: s[k] - base[k] for k in QP_COUNTERS}, "cwnd": s["cwnd"],
-            "ev_states": [{"ev": e["ev"], "port": e["port"], "state": e["state"], "tx_pkts": e["tx_pkts"],
+            "ev_states": [{"ev": e["value"], "port": e["port"], "state": e["state"], "tx_pkts": e["tx_pkts"],
                            "losses": e["losses"]} for e in qp.ev_states()]}
 
 
@@ -286,7 +289,7 @@ def _failure_report(fabric, plan, info, failed_evs, events, trace, qa, t0) -> di
     if t_down is None:
         out["note"] = "the transfer ended before the failure time: nothing was measured"
         return out
-    final = {e["ev"]: e["state"] for e in qa.ev_states()}
+    final = {e["value"]: e["state"] for e in qa.ev_states()}
     for ev in failed_evs:
         mine = [(tt, st) for tt, side, e, st in events if side == "requester" and e == ev]
         before = [st for tt, st in mine if tt < t_down]

@@ -6,7 +6,14 @@ port) and two pure functions the adapter calls:
 - ``frame(out)`` -> ``(socket index, bytes, socket address)`` for an
   `mrc.api.OutPacket`, or None when the peer has no address on that port;
 - ``unframe_untrusted(port, data, ancdata, addr)`` -> ``(pkt, payload, peer)``
-  for a received datagram; raises `mrc.wire.errors.DecodeError` on garbage.
+  for a received datagram; raises `mrc.wire.errors.DecodeError` on garbage;
+- ``bth_at(data)``: where BTH starts in a received datagram (-1 when it is not
+  where a well-formed packet has it), so that the endpoint reads the opcode and
+  destination QP in place and drops packets for QPs it does not have, and
+  endpoint requests beyond their rate, before paying for a decode
+  (``dqpns`` does the same for a whole batch, as arrays);
+- ``receive_only(port, addr)``: connect port's socket to the one address its
+  packets may come from (the kernel drops the rest), where the mode allows.
 
 Modes:
 
@@ -40,7 +47,7 @@ import numpy as np
 
 from mrc.errors import MRCError, UsageError
 from mrc.io.codec import Codec
-from mrc.io.sockets import Datagram
+from mrc.io.sockets import SOCKET_BUFFER, Datagram
 from mrc.wire.constants import ROCEV2_UDP_PORT, EvMode
 from mrc.wire.errors import DecodeError
 from mrc.wire.records import NET
@@ -98,6 +105,12 @@ def parse_addr(a) -> tuple[str, int]:
     return host, port
 
 
+def _u24(rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The big-endian 24-bit value at byte `at[k]` of each row k."""
+    i = np.arange(len(rows))
+    return (rows[i, at].astype(np.int64) << 16) | (rows[i, at + 1].astype(np.int64) << 8) | rows[i, at + 2]
+
+
 def format_addr(a) -> str:
     return f"[{a[0]}]:{a[1]}" if ":" in a[0] else f"{a[0]}:{a[1]}"
 
@@ -128,6 +141,7 @@ class UdpEncap:
         self.netns = netns
         self.hop_limit = hop_limit
         self.socks: list[Datagram] = []
+        self.rx_buffer = self.tx_buffer = SOCKET_BUFFER  # bytes per socket (the endpoint sizes them, `Endpoint`)
         # the outer UDP checksum already covers the packet: inner UDP unchecked; csum_offload skips the ICRC too
         self.codec = Codec(ev_mode=EvMode.STEV, verify_udp=False, csum_offload=csum_offload)
         self._peers: dict = {}  # (port index, (host, port)) -> Peer
@@ -144,9 +158,38 @@ class UdpEncap:
         for host, _ in self.local:
             self.socks.append(Datagram.open(_socket.AF_INET6 if ":" in host else _socket.AF_INET, netns=self.netns))
         for k, (sock, addr) in enumerate(zip(self.socks, self.local)):
-            sock.tune()
+            sock.tune(self.rx_buffer, self.tx_buffer)
             await sock.bind(addr)
             self.local[k] = parse_addr(sock.getsockname()[:2])
+
+    def receive_only(self, port: int, addr) -> bool:
+        """Connect port's socket to `addr` (host, UDP port), or back to any source (None); False if it cannot."""
+        return self.socks[port].connect(addr)
+
+    @staticmethod
+    def dqpns(rows: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """BTH's destination QP of each datagram of a batch (one per row, `lens` their lengths), and where valid."""
+        b0 = rows[:, 0]
+        v6 = (b0 >> 4 == 6) & (rows[:, 6] == 17)
+        v4 = (b0 >> 4 == 4) & (rows[:, 9] == 17)
+        at = np.where(v6, 53, (b0 & 0x0F).astype(np.int64) * 4 + 13)
+        valid = (v6 | v4) & (lens >= at + 7)
+        return _u24(rows, np.where(valid, at, 0)), valid
+
+    @staticmethod
+    def bth_at(data) -> int:
+        """Where BTH starts in a datagram that is IPv6 (no extension header) or IPv4, then UDP, then at least a
+        BTH; -1 for anything else (the decoder then decides)."""
+        if len(data) < 40:
+            return -1
+        v = data[0] >> 4
+        if v == 6 and data[6] == 17:
+            at = 40 + 8
+        elif v == 4 and data[9] == 17:
+            at = (data[0] & 0x0F) * 4 + 8
+        else:
+            return -1
+        return at if len(data) >= at + 12 else -1
 
     def rx_sockets(self):
         """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
@@ -216,6 +259,7 @@ class NativeSrv6:
         self.udp_port, self.hop_limit = udp_port, hop_limit
         self.local = [(str(topo.host_address(host, p)), udp_port) for p in range(topo.n_planes)]
         self.socks: list[Datagram] = []  # one UDP socket per plane, then the raw socket
+        self.rx_buffer = self.tx_buffer = SOCKET_BUFFER  # bytes per socket (the endpoint sizes them, `Endpoint`)
         self.codec = Codec(ev_mode=EvMode.STEV, dport=udp_port, verify_udp=False)  # the kernel checked UDP
         self._nets: dict = {}  # (Peer, plane, ev) -> (NET row, carrier text)
         self._local_packed = [ipaddress.IPv6Address(a).packed for a, _ in self.local]
@@ -238,7 +282,7 @@ class NativeSrv6:
         udp = [Datagram.open(_socket.AF_INET6, netns=self.netns) for _ in self.local]
         self.socks = [*udp, raw]
         for sock, addr in zip(udp, self.local):
-            sock.tune()
+            sock.tune(self.rx_buffer, self.tx_buffer)
             sock.setsockopt(_socket.IPPROTO_IPV6, IPV6_FLOWINFO, 1)
             sock.setsockopt(_socket.IPPROTO_IPV6, _socket.IPV6_RECVTCLASS, 1)
             try:
@@ -247,11 +291,26 @@ class NativeSrv6:
                 raise MRCError(f"cannot bind [{addr[0]}]:{addr[1]} for host h{self.host}: {e.strerror}"
                                + (" (is the netns fabric up, and is this the host's namespace?)"
                                   if e.errno == errno.EADDRNOTAVAIL else "")) from None
-        raw.tune()
+        raw.tune(self.rx_buffer, self.tx_buffer)
 
     def rx_sockets(self):
         """(port index, socket) of every receive socket; the endpoint runs one reader task per socket."""
         return list(enumerate(self.socks[: len(self.local)]))
+
+    def receive_only(self, port: int, addr) -> bool:
+        """Not possible here: after decapsulation a packet's UDP source port is its entropy, so no single
+        (address, port) names the peer; the endpoint's source check does the work in Python."""
+        return False
+
+    @staticmethod
+    def dqpns(rows: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """BTH's destination QP of each datagram of a batch (one per row, `lens` their lengths), and where valid."""
+        return _u24(rows, np.full(len(rows), 5)), lens >= 12
+
+    @staticmethod
+    def bth_at(data) -> int:
+        """Where BTH starts in a datagram: the UDP payload starts with it (-1: too short to hold one)."""
+        return 0 if len(data) >= 12 else -1
 
     def local_peer(self) -> Peer:
         """This side's addresses, as the `Peer` a remote QP connects to."""

@@ -8,7 +8,8 @@ set it: it jumps to the next delivery or deadline.
 
 The harness checks the requester invariants of docs/protocol.md when
 ``check=True``: at every data packet sent, the EV is GOOD, inflight <= cwnd
-(at least one packet may always be in flight) and the PSN span <= MPR x 128;
+(at least one packet may always be in flight) and the PSN span <= MPR x 128,
+for a new PSN the current MPR (dynamic MPR: the responder's latest advertised);
 after every step, the PSN span <= MPR x 128; and a blackholed EV (``blackhole``
 or ``loss >= 1``) whose first loss has been detected carries no more data
 (it was retired, not merely skipped), unless ``ev_min_active`` refused a
@@ -254,6 +255,11 @@ class Pair:
             span = psn_diff(q["sq_psn"], q["una_psn"])
             if span > int(q["mpr"]) * D.MPR_UNIT:
                 raise InvariantError(f"PSN span {span} exceeds MPR x 128")
+            # a new PSN only inside the current window: min(own MPR, the responder's latest advertised)
+            peer = int(q["peer_mpr"])
+            limit = min(int(q["mpr"]), peer) if peer else int(q["mpr"])
+            if kind == dispatch.K_DATA and span > limit * D.MPR_UNIT:
+                raise InvariantError(f"new PSN {pkt['psn']}: span {span} exceeds the current MPR {limit} x 128")
 
     # -- manual driving (aioquic-test style: the test decides each delivery) ------------
     def collect(self, i: int, port_mask: int = 0xFF) -> list:

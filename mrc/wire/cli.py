@@ -225,7 +225,7 @@ def _decode(args) -> int:
         else:
             first, _, rest = _line(index, d).partition("\n")
             if iface is not None:
-                first += f"  [{iface} at {t / 1000:.3f} us]"
+                first += f"  [{iface} at {t / 1000:.3f} us]" if t is not None else f"  [{iface}, no time]"
             out.write(first + "\n" + rest + "\n")
     if not args.json:
         out.write(f"{plural(total, 'packet')}, {total - bad:,} decoded, {bad:,} malformed\n")

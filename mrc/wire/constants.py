@@ -176,6 +176,13 @@ SRH_ROUTING_TYPE = 4  # RFC 8754
 # Fixed values of MRC header fields (mrc-public-notes 2.4).
 TSETH_FTYPE = 1  # TSETH / PETH / ERTH / EETH ftype nibble (EMU, NS3)
 NETH_DEFAULT_CC_TYPE = 2  # NETH cc_type default (EMU, NS3)
+# Responder service time in SETH / NETH byte 12 (extension, ours; docs/wire.md): how long the responder held
+# the packet a SACK or NACK answers before sending it, in units of SVC_TIME_UNIT_PS, at most SVC_TIME_MAX
+# (16.32 us; a longer hold is reported as the maximum). UET 1.0 carries a 16-bit service_time in its ACK_CC
+# NSCC state; MRC's CC_STATE gives those bits to the reflected timestamp, and MRC's 24-bit PSNs leave free the
+# top byte of UET's 32-bit cack_psn / nack_psn, which is where it goes.
+SVC_TIME_UNIT_PS = 64_000
+SVC_TIME_MAX = 255
 
 # SRv6 uSID carrier format F3216 (RFC 9800 NEXT-C-SID, Linux defaults): 32-bit block, 16-bit uSIDs.
 USID_BLOCK_BITS = 32

@@ -110,6 +110,7 @@ W_EV_MODE = _code(81, "NET", "ev_mode", "unknown EV mode")
 W_OUTER_FLOW = _code(82, "IPv6(outer)", "outer_flow_label", "wider than 20 bits")
 W_PAYLOAD_NONE = _code(83, "PKT", "payload_len", "payload on a packet kind that carries none")
 W_PADCNT = _code(84, "BTH", "padcnt", "pad count exceeds the payload length")
+W_SVC_TIME = _code(85, "SETH", "svc_time", "SETH / NETH carry 8 bits (units of 64 ns); the value is wider")
 
 
 def _problem(code: int, problem: str, pkt) -> str:

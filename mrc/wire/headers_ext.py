@@ -43,7 +43,7 @@ def push_seth(buf, off, pkts, i):
     put32(buf, off + 4, p["entropy"])
     put16(buf, off + 8, p["spdcid"])
     put16(buf, off + 10, p["dpdcid"])
-    buf[off + 12] = 0
+    buf[off + 12] = p["svc_time"]
     put24(buf, off + 13, p["cack_psn"])
     buf[off + 16] = (p["cc_type"] << 4) | p["cc_flags"]
     buf[off + 17] = p["mpr"]
@@ -62,6 +62,7 @@ def pull_seth(buf, off, end, pkts, i):
     p["entropy"] = get32(buf, off + 4)
     p["spdcid"] = get16(buf, off + 8)
     p["dpdcid"] = get16(buf, off + 10)
+    p["svc_time"] = buf[off + 12]
     p["cack_psn"] = get24(buf, off + 13)
     p["cc_type"] = buf[off + 16] >> 4
     p["cc_flags"] = buf[off + 16] & 0xF
@@ -105,7 +106,7 @@ def push_neth(buf, off, pkts, i):
     put32(buf, off + 4, p["entropy"])
     put16(buf, off + 8, p["spdcid"])
     put16(buf, off + 10, p["dpdcid"])
-    buf[off + 12] = 0
+    buf[off + 12] = p["svc_time"]
     put24(buf, off + 13, p["nack_psn"])
     buf[off + 16] = (p["cc_type"] << 4) | p["cc_flags"]
     buf[off + 17] = 0
@@ -124,6 +125,7 @@ def pull_neth(buf, off, end, pkts, i):
     p["entropy"] = get32(buf, off + 4)
     p["spdcid"] = get16(buf, off + 8)
     p["dpdcid"] = get16(buf, off + 10)
+    p["svc_time"] = buf[off + 12]
     p["nack_psn"] = get24(buf, off + 13)
     p["cc_type"] = buf[off + 16] >> 4
     p["cc_flags"] = buf[off + 16] & 0xF

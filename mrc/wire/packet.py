@@ -22,7 +22,9 @@ from mrc._jit import njit
 from mrc.wire import errors as E
 from mrc.wire import headers as H
 from mrc.wire.checksum import icrc, ipv4_checksum, udp_checksum, udp_checksum_partial
-from mrc.wire.constants import DscpClass, EvMode, Trim
+from mrc.wire.constants import (
+    OP_MRC_RELIABILITY_NACK, OP_MRC_RELIABILITY_SACK, SVC_TIME_MAX, DscpClass, EvMode, Trim,
+)
 from mrc.wire.layout import (
     H_AETH,
     H_ATOMICACKETH,
@@ -130,6 +132,8 @@ def check_widths(pkts, i, nets, j):
         return E.W_CC_STATE
     if p["nack_psn"] > 0xFFFFFF:
         return E.W_NACK_PSN
+    if p["svc_time"] > SVC_TIME_MAX and (p["opcode"] == OP_MRC_RELIABILITY_SACK or p["opcode"] == OP_MRC_RELIABILITY_NACK):
+        return E.W_SVC_TIME
     if p["ep_op"] > 3:
         return E.W_EP_OP
     if p["dscp"] > 63 or p["ecn"] > 3:

@@ -89,13 +89,13 @@ def mrc_packets(mode: EvMode, dscp: DscpTable = DEFAULT_DSCP, payload_len: int =
     p = _base(Opcode.MRC_RELIABILITY_SACK, ev, dscp.control)
     p["psn"], p["m"], p["ack_psn_offset"], p["entropy"] = 1003, int(SackM.SKIP_ONCE), -2, 0x00420007
     p["spdcid"], p["dpdcid"], p["cack_psn"], p["cc_type"], p["mpr"] = 0x11, 0x22, 1001, 1, 8
-    p["sack_offset"], p["sack_bitmap"] = 0, 0xF0F0_0000_0000_000B
+    p["sack_offset"], p["sack_bitmap"], p["svc_time"] = 0, 0xF0F0_0000_0000_000B, 12
     p["tx_timestamp"], p["ooo_count"], p["rcv_cwnd_pen"], p["rcvd_bytes"] = 0x1236, 2, 16, 4096
     out.append(("MRC_RELIABILITY_SACK", p, b""))
     for reason in NackReason:
         p = _base(Opcode.MRC_RELIABILITY_NACK, ev, dscp.control)
         p["psn"], p["nack_reason"], p["entropy"], p["nack_psn"] = 1002, int(reason), 0x00420007, 1002
-        p["spdcid"], p["dpdcid"], p["cc_type"], p["tx_timestamp"] = 0x11, 0x22, 2, 0x1235
+        p["spdcid"], p["dpdcid"], p["cc_type"], p["tx_timestamp"], p["svc_time"] = 0x11, 0x22, 2, 0x1235, 3
         out.append((f"MRC_RELIABILITY_NACK {reason.name}", p, b""))
     p = _base(Opcode.MRC_RELIABILITY_PROBE, ev, dscp.data)
     p["psn"], p["probe_id"], p["spdcid"], p["dpdcid"], p["tx_timestamp"], p["ftype"] = 1006, 9, 0x11, 0x22, 0x1240, 1

@@ -7,7 +7,7 @@ import pytest
 
 from mrc.api import Device
 from mrc.core import ctlproto as CP
-from mrc.ctl import EpRequest
+from mrc.ctl import CtlEv, EpRequest
 from mrc.errors import UsageError
 from mrc.wire.constants import ENDPOINT_QPN, Opcode
 from mrc.wire.records import PKT
@@ -39,7 +39,7 @@ def test_the_library_refuses_hostile_endpoint_requests_without_answering_or_chan
 
 def test_an_answer_from_another_host_does_not_answer_a_probe(make_two_devices):
     env = make_two_devices()
-    batch = env.a.ctl.ep_batch_send("EV_PROBE", [EpRequest(9, "B", 1, 0x1234)], now=0, rsp_timeout_ns=1000)
+    batch = env.a.ctl.ep_batch_send("EV_PROBE", [EpRequest(9, "B", CtlEv.from_int(0x1234, 1))], now=0, rsp_timeout_ns=1000)
     (out,) = env.a.packets_to_send(0)
     env.a.receive(_request(Opcode.MRC_ENDPOINT_RESPONSE, 1, req_id=9), b"", now=10, src="C")
     assert batch.responses == [] and env.a.ctl.counters["ep_unmatched"] == 1
@@ -51,6 +51,6 @@ def test_the_library_refuses_a_batch_larger_than_its_free_rows():
     dev = Device(ports=2)
     n = int(dev.ctl._ep[3][CP.S_FREE_N])
     with pytest.raises(UsageError, match="ENOMEM"):
-        dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(k, "B", 1, k) for k in range(n + 1)], now=0, rsp_timeout_ns=10)
+        dev.ctl.ep_batch_send("EV_PROBE", [EpRequest(k, "B", CtlEv.from_int(k, 1)) for k in range(n + 1)], now=0, rsp_timeout_ns=10)
     with pytest.raises(UsageError, match="interval_ns"):
         dev.ctl.set_ev_probing(-1)

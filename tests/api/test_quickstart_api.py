@@ -9,7 +9,7 @@ import pytest
 
 from mrc.api import Device, connect
 from mrc.core.setup import QP_DEFAULTS
-from mrc.ctl import EpResponse, EvEvent, EvState
+from mrc.ctl import CtlEv, EpResponse, EvEvent, EvState
 from mrc.errors import UsageError
 from mrc.testing.simnet import SimNet
 from mrc.units import US
@@ -26,15 +26,17 @@ def devices(**kw):
 def test_one_call_profiles_are_online_with_the_documented_defaults():
     a, _ = devices()
     ev = a.ctl.query_ev_profile(1)
-    assert (ev["state"], ev["mode"], ev["count"], ev["min_active"], ev["event_mask"]) == ("ONLINE", "AUTO", 8, 2, 3)
-    assert sorted(e["port"] for e in a.ctl.query_ev_array(1)) == [1] * 4 + [2] * 4
+    assert (ev.profile_state.name, ev.ev_mode.name, ev.ev_count, ev.ev_min_active, ev.ev_event_mask) == (
+        "ONLINE", "AUTO", 8, 2, 3)
+    assert sorted(e.port for e in a.ctl.query_ev_array(1)) == [1] * 4 + [2] * 4
     cc = a.ctl.query_cc_profile(1)
-    assert (cc["state"], cc["algorithm"], cc["config"]["base_rtt"]) == ("ONLINE", "uet-1.0-nscc", 8 * US)
-    a.ctl.setup_cc_profile(2, algorithm="none", max_cwnd=3 * 4096)
-    assert a.ctl.query_cc_profile(2)["config"]["max_cwnd"] == 3 * 4096
-    with pytest.raises(UsageError, match="algorithm none needs max_cwnd"):
-        a.ctl.setup_cc_profile(3, algorithm="none")
-    with pytest.raises(UsageError, match="ev_count 0 outside"):
+    assert (cc.profile_state.name, cc.algorithm, cc.cc_config.base_rtt_ns) == ("ONLINE", "uet-1.0-nscc", 8000)
+    assert a.ctl.cc_row(1)["base_rtt"] == 8 * US
+    a.ctl.setup_cc_profile(2, algorithm="fixed-window", max_cwnd=3 * 4096)
+    assert a.ctl.query_cc_profile(2).cc_config.max_cwnd == 3 * 4096
+    with pytest.raises(UsageError, match="algorithm fixed-window needs max_cwnd"):
+        a.ctl.setup_cc_profile(3, algorithm="fixed-window")
+    with pytest.raises(UsageError, match="count = 0 must be an integer in"):
         a.ctl.setup_ev_profile(4, count=0)
 
 
@@ -150,8 +152,9 @@ def test_reprs_say_what_each_object_is():
     mr = a.reg_mr(bytearray(100))
     assert re.fullmatch(r"<MemoryRegion of 100 B at 0x[0-9a-f]+ on 'a': lkey 0x[0-9a-f]+, rkey 0x[0-9a-f]+, .*>", repr(mr))
     assert repr(qa.send_cq) == "<CompletionQueue on 'a': 0 of 1024 entries pending, 0 overrun(s)>"
-    assert repr(EvEvent(1, 0xAB, 2, 0, EvState.ASSUMED_BAD)) == \
-        "EvEvent(ev=0xab, state=ASSUMED_BAD, port=2, profile_id=1, drop_count=0)"
+    assert repr(EvEvent(1, CtlEv.from_int(0xAB, 2), 0, EvState.ASSUMED_BAD, 0x12, 0xAB, 7)) == \
+        ("EvEvent(CtlEv(0x000000ab, port=2), state=ASSUMED_BAD, profile_id=1, drop_count=0 event(s), qp=0x12, "
+         "value=0xab, losses=7 packet(s))")
     assert repr(EvState.GOOD) == "EvState.GOOD"
     assert repr(SimNet([a, b])).startswith("<SimNet ['a', 'b'] at 0.000 us: delay 2 us, jitter 0 us, loss 0")
 

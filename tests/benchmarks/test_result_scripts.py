@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 
@@ -32,30 +31,52 @@ def test_as_specified_turns_every_extension_off_and_is_a_row_of_its_own(scripts)
     assert "| mrc as specified |" in results.table(["transport", "x"], [[results.SPECIFIED, 1]])
 
 
-def test_a_partial_run_keeps_the_other_experiments_headlines(scripts, tmp_path):
+def test_generated_values_and_their_expressions(scripts):
     results, _ = scripts
-    old = {"seeds": {"3": "1-5", "5": "1-10"},
-           "headlines": {"3": {"question": "q3", "unit": "us", "values": {"mrc": {"median": 39.2, "ci_low": 39.1,
-                                                                                   "ci_high": 46.7}}},
-                         "5": {"question": "q5", "unit": "Gb/s", "values": {"mrc": {"median": 92.3, "ci_low": 92.2,
-                                                                                     "ci_high": 92.3}}}}}
-    (tmp_path / "results.json").write_text(json.dumps(old))
-    heads = results.earlier_heads(tmp_path / "results.json", skip=[5])
-    assert list(heads) == [3]  # experiment 5 is being re-run: its old headline is dropped
-    assert heads[3]["better"] == "lower" and heads[3]["seeds"] == "1-5"
-    assert heads[3]["values"]["mrc"] == (39.2, 39.1, 46.7)
-    assert results.earlier_heads(tmp_path / "results.json", skip=[])[5]["better"] == "higher"  # a rate
-    assert results.earlier_heads(tmp_path / "missing.json", skip=[]) == {}
+    J = {"1": {"mrc": {"fct_us_p99": {"median": 193.1, "ci_low": 192.9, "ci_high": 193.2, "n": 10}},
+               "roce-ecmp": {"fct_us_p99": {"median": 1029.0, "ci_low": 996.1, "ci_high": 1047.0, "n": 10}}},
+         "seeds": {"1": "1-10"}}
+    V = results.Values(results.values(J))
+    assert V["1/mrc/fct_us_p99"] == "193.1 [192.9, 193.2]" and V["1/mrc/fct_us_p99/m"] == "193.1"
+    assert V["1/roce-ecmp/fct_us_p99/m0"] == "1,029"  # a count's form
+    assert V["1/roce-ecmp/fct_us_p99 / 1/mrc/fct_us_p99"] == "5.3x"
+    assert V["1/roce-ecmp/fct_us_p99 vs 1/mrc/fct_us_p99"] == "+433 %"
+    assert "1/spray/fct_us_p99" not in V and V.get("1/spray/fct_us_p99") is None
+
+
+def test_a_page_is_written_and_checked_through_its_blocks_and_values(scripts, tmp_path):
+    results, _ = scripts
+    sys.path.insert(0, str(BENCH))
+    try:
+        doccells = importlib.import_module("doccells")
+    finally:
+        sys.path.remove(str(BENCH))
+    J = {"1": {"mrc": {"fct_us_p99": {"median": 193.1, "ci_low": 192.9, "ci_high": 193.2, "n": 10}}}}
+    page = tmp_path / "p.md"
+    page.write_text("a\n<!-- table 1 -->\nold\n<!-- /table 1 -->\np99 <!--v 1/mrc/fct_us_p99/m-->0<!--/v--> us\n")
+    results.write_page(page, {"table 1": "| x |"}, J)
+    assert page.read_text() == ("a\n<!-- table 1 -->\n| x |\n<!-- /table 1 -->\n"
+                                "p99 <!--v 1/mrc/fct_us_p99/m-->193.1<!--/v--> us\n")
+    assert results.check(page, {"table 1": "| x |"}, J) == []
+    J["1"]["mrc"]["fct_us_p99"]["median"] = 200.0  # the records moved: the page is stale
+    bad = results.check(page, {"table 1": "| y |"}, J)
+    assert len(bad) == 2 and "block 'table 1'" in bad[0] and "'1/mrc/fct_us_p99/m' reads '193.1'" in bad[1]
+    page.write_text("<!--v 9/nothing-->1<!--/v-->")
+    with pytest.raises(SystemExit, match="no generated value for '9/nothing'"):
+        doccells.fill_values(page.read_text(), results.Values(results.values(J)))
 
 
 def test_the_headline_compares_mrc_with_the_alternatives_not_with_itself(scripts):
     results, _ = scripts
-    ctx = results.Ctx(None, Path("."), "1-3", Path("."))
+    ctx = results.Ctx(None, (), {}, Path("."), Path("."))
     ctx.heads[1] = {"question": "q", "unit": "us", "better": "lower", "seeds": "1-3",
                     "values": {"mrc": (200.0, 190.0, 210.0), results.SPECIFIED: (100.0, 90.0, 110.0),
                                "spray": (300.0, 290.0, 310.0)}}
     text = results.headlines(ctx)
     assert "`spray` 300" in text and "as specified" not in text
+    # the RoCE column is the best RoCE configuration: 8 QPs when they do better
+    ctx.heads[1]["values"].update({"roce-ecmp": (900.0, 880.0, 950.0), results.QP8: (600.0, 580.0, 640.0)})
+    assert "`roce-ecmp:qps=8` 600" in results.headlines(ctx)
 
 
 def test_the_ablation_marks_a_variant_whose_interval_leaves_mrcs(scripts):

@@ -21,7 +21,24 @@ def test_at_least_forty_cases_in_every_group():
 def test_every_case_is_complete():
     for c in CASES:
         assert c.level in ("MUST", "SHOULD") and c.ref and c.behaviour and c.failure and c.network, c.id
-        assert re.search(r"notes §\d|UET 1\.0|IBTA|project choice", c.ref), c.id
+        assert re.search(r"notes §\d|UET 1\.0|IBTA|project choice|mrc(_ctl)?\.h:\d|OCP examples/", c.ref), c.id
+
+
+def test_the_controller_surface_cases():
+    """Issue 30: at least 25 controller cases; those through the controller surface cite the header line
+    (mrc_ctl.h:N / mrc.h:N) or the OCP example they check, and cover the header's stated behaviours."""
+    ctl = [c for c in CASES if c.group == "controller"]
+    assert len(ctl) >= 25, len(ctl)
+    for c in ctl:
+        if "ctl" in c.needs:
+            assert re.search(r"mrc(_ctl)?\.h:\d|OCP examples/mrc_", c.ref), c.id
+    ids = " ".join(c.id for c in ctl)
+    for topic in ("ev-profile-required-attrs", "profile-state-machine", "profile-busy", "explicit-array-unpopulated",
+                  "all-copies", "query-ev-array", "partial-success", "fields-op-exclusive", "field-ranges",
+                  "min-active-within-count", "no-overrun", "admin-disabled-down", "cc-algorithm", "cc-config-online",
+                  "req-tc", "rsp-timeout", "adj-svc-time", "device-query", "bind-at-init", "ev-out-of-range-denied",
+                  "replace-ev-online", "ev-named-as-given"):
+        assert topic in ids, topic
 
 
 def test_the_issue_topics_are_covered():

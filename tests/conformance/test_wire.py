@@ -23,6 +23,10 @@ SUBSET = [
     "responder.sack-bitmap", "responder.trim-nack[lasthop]", "responder.wimm-in-order",
     "responder.write-refused[past-end]", "nscc.quadrant[ecn-high-delay]", "nscc.quick-adapt",
     "controller.ev-events", "controller.port-status-tx", "controller.ev-state-query",
+    # the controller surface (feature ctl): JSON calls and errno answers over the control connection
+    "controller.ev-profile-required-attrs", "controller.replace-ev-all-copies", "controller.ev-op-partial-success",
+    "controller.query-ev-array", "controller.ev-event-cq-no-overrun", "controller.port-admin-disabled-down",
+    "controller.ep-adj-svc-time", "controller.ev-out-of-range-denied",
 ]
 LIMIT_S = 60  # the whole module's I/O, absolutely
 
@@ -48,6 +52,16 @@ def test_a_mutant_peer_is_caught_over_the_wire():
         assert a.name == "wire:mutant:no-ev-echo"
         r = run_case(BY_ID["responder.sack-reflects-ev"], a)
         assert r.outcome == "FAIL" and "entropy 0x0" in r.message
+    finally:
+        a.close()
+
+
+def test_a_controller_mutant_peer_is_caught_over_the_wire():
+    a = WireAdapter.spawn(adapter="mutant:all-copies-ignored")
+    try:
+        assert "ctl" in a.features
+        r = run_case(BY_ID["controller.replace-ev-all-copies"], a)
+        assert r.outcome == "FAIL" and "ALL_COPIES" in r.message
     finally:
         a.close()
 

@@ -4,21 +4,47 @@ from __future__ import annotations
 PSN_MOD = 1 << 24
 
 
-def sack_bitmap(received: set[int], trigger: int, start: int = 0) -> tuple[int, int, int]:
+def cack_psn(received: set[int], start: int = 0) -> int:
+    """The highest PSN such that it and every PSN from `start` up to it were received (start - 1 when none)."""
+    cack = (start - 1) % PSN_MOD
+    while (cack + 1) % PSN_MOD in received:
+        cack = (cack + 1) % PSN_MOD
+    return cack
+
+
+def distance(a: int, b: int) -> int:
+    """a - b as a signed 24-bit PSN distance."""
+    return (a - b + (PSN_MOD >> 1)) % PSN_MOD - (PSN_MOD >> 1)
+
+
+def accepts(received: set[int], psn: int, start: int = 0, window: int | None = None) -> bool:
+    """Whether a responder holding `received` places `psn`: new, after cack_psn, and within the MPR window.
+
+    The window (MPR x 128 PSNs) is counted from cack_psn + 1: PSNs cack + 1 .. cack + window fit, the
+    next one does not (it gets NACK PSN_OOR_WINDOW). `window` None: no limit.
+    """
+    d = distance(psn, cack_psn(received, start)) - 1
+    return psn not in received and d >= 0 and (window is None or d < window)
+
+
+def sack_bitmap(received: set[int], trigger: int, start: int = 0, window: int | None = None) -> tuple[int, int, int]:
     """(cack_psn, bitmap base PSN, 64-bit bitmap) a responder reports after `received`.
 
     cack_psn: the highest PSN such that it and every PSN from `start` up to it
     were received (start - 1 when none). The bitmap starts right after
     cack_psn when the trigger is within 64 of it, else it ends at the trigger.
+    It reports nothing beyond the MPR window, cack_psn + `window` (the responder
+    holds no state there).
     """
-    cack = (start - 1) % PSN_MOD
-    while (cack + 1) % PSN_MOD in received:
-        cack = (cack + 1) % PSN_MOD
-    off = (trigger - cack + (PSN_MOD >> 1)) % PSN_MOD - (PSN_MOD >> 1)  # signed 24-bit distance
+    cack = cack_psn(received, start)
+    off = distance(trigger, cack)
     base = (cack + 1) % PSN_MOD if off <= 64 else (trigger - 63) % PSN_MOD
     bits = 0
     for b in range(64):
-        if (base + b) % PSN_MOD in received:
+        psn = (base + b) % PSN_MOD
+        if window is not None and distance(psn, cack) > window:
+            break
+        if psn in received:
             bits |= 1 << b
     return cack, base, bits
 

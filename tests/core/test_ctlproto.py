@@ -130,17 +130,76 @@ def test_probes_of_an_ev_count_answers_in_a_row_and_stop_when_the_ev_recovers_by
     assert int(s[CP.S_FREE_N]) == 8
 
 
+def test_an_ev_is_restored_at_exactly_probe_successes_answers():
+    C, H, free, s = tabs = CP.allocate(1, 8, 2)
+    T = _core()
+    T.ev[0, 2]["state"] = D.EV_ASSUMED_BAD
+    r = CP.request_probe(C, H, free, s, T, 0, 1, 0, 2, 0, 100)
+    outcomes = []
+    for n in range(2):
+        CP.on_timer(C, H, free, s, T, 0, 100 * (n + 1), 7)
+        assert CP.pick(C, H, free, s, T, 0, 1, 100 * (n + 1), 0, 0) == (r, 0x100)
+        CP.sent(C, H, free, s, 0, r, 100 * (n + 1), 0, 100)
+        outcomes.append(CP.on_response(C, H, free, s, T, 0, 1, CP.EP_PROBE, int(C[r]["req_id"]), 2, 100 * n + 150))
+    assert outcomes == [(r, CP.RSP_PROBE_COUNTED), (r, CP.RSP_RESTORED)]  # the 2nd of 2: restored, not a 3rd
+    assert T.ev[0, 2]["state"] == D.EV_GOOD
+    _invariants(*tabs)
+    assert int(s[CP.S_FREE_N]) == 8
+
+
+def test_a_queued_update_in_the_tables_only_row_is_replaced_not_refused():
+    """Row 0 is a row like any other: a newer update to the same peer replaces the one queued there."""
+    C, H, free, s = tabs = CP.allocate(1, 1, 2)
+    r = CP.request_psu(C, H, free, s, 0, 1, 0, 0b01)
+    assert r == 0
+    assert CP.request_psu(C, H, free, s, 0, 1, 0, 0b10) == 0 and C[0]["mask"] == 0b10
+    assert CP.request_psu(C, H, free, s, 0, 2, 0, 0b10) == CP.DROPPED  # another peer: no room
+    _invariants(*tabs)
+
+
+def test_psu_ev_is_a_usable_ev_of_an_up_plane_or_minus_one():
+    T = _core()
+    assert CP.psu_ev(T, 0, 1) == 0x100
+    T.ev[0, 2]["state"] = D.EV_ASSUMED_BAD
+    assert CP.psu_ev(T, 0, 1) == 0x101
+    T.ev[0, 3]["state"] = D.EV_DENIED
+    assert CP.psu_ev(T, 0, 1) == -1  # no usable EV on the plane
+    T.qp[0]["remote_ports"] = 0b10
+    assert CP.psu_ev(T, 0, 0) == -1  # the peer's port of the plane is down
+    assert CP.psu_ev(T, 0, 1) == -1
+
+
+@pytest.mark.parametrize("ev, plane, shift, width, out", [
+    (0xFFFF_FFFF, 0, 28, 4, 0x0FFF_FFFF), (0x0000_1234, 5, 28, 4, 0x5000_1234), (0x3FFF_FFFF, 2, 28, 2, 0x2FFF_FFFF),
+    (0xABCD, 3, 4, 3, 0xABBD), (0xABCD, 0, 0, 0, 0xABCD),
+])
+def test_on_plane_sets_the_plane_field_and_nothing_else(ev, plane, shift, width, out):
+    assert CP.on_plane(ev, plane, shift, width) == out
+
+
 def test_answers_go_on_the_request_plane_or_its_twin_when_that_port_is_down():
     C, H, free, s = CP.allocate(1, 4, 2)
     T = _core()
-    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 1, 26, 0x3333)
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 1, 26, 0x3333, 0)
     assert C[r]["mask"] == 0b11 and C[r]["echo_ts"] == 0x3333 and C[r]["tc"] == 26
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (-1, -1)  # plane 1 is up: the answer waits for it
     H[0]["local_ports"] = 0b01
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (r, 0x0023)  # plane field (4 bits at 8) set to 0
     assert CP.sent(C, H, free, s, 0, r, 0, 0, 0) == CP.K_EVP_RSP and int(s[CP.S_FREE_N]) == 4
-    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0)
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0, 0)
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0) == (-1, -1)  # no plane field known: its own plane only
+
+
+def test_an_answer_reports_how_long_it_waited_and_the_requester_takes_it_off():
+    """mrc_ctl.h ``mrc_ctl_ep_rsp.adj_svc_time``: "Non-zero if rtt has been adjusted for responder service time"."""
+    C, H, free, s = CP.allocate(1, 4, 2)
+    T = _core()
+    r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x42, 0x0123, 0, 26, 0x3333, 5_000_000)  # arrives at 5 us
+    assert CP.pick(C, H, free, s, T, 0, 0, 7_250_999, 0, 0) == (r, 0x0123)
+    assert CP.service_time_ns(C, r, 7_250_999) == 2250  # it left 2.25 us later
+    assert CP.adjusted_rtt_ns(9000, 2250) == (6750, True)
+    assert CP.adjusted_rtt_ns(9000, 0) == (9000, False)  # nothing reported: the RTT as measured
+    assert CP.adjusted_rtt_ns(9000, 9001) == (9000, False)  # longer than the round trip: not believed
 
 
 def test_an_application_request_is_matched_by_op_peer_and_req_id_and_dropped_at_its_deadline():
@@ -170,11 +229,11 @@ def test_a_full_table_drops_new_requests_and_says_so():
     C, H, free, s = tabs = CP.allocate(1, 2, 2)
     T = _core()
     assert CP.request_psu(C, H, free, s, 0, 1, 0, 1) >= 0
-    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0) >= 0
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0, 0) >= 0
     before = _snapshot(tabs)
     assert CP.request_psu(C, H, free, s, 0, 2, 0, 1) == CP.DROPPED
     assert CP.request_probe(C, H, free, s, T, 0, 1, 0, 0, 0, 100) == CP.DROPPED
-    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 2, 1, 0, 0, 0) == CP.DROPPED
+    assert CP.respond(C, H, free, s, 0, 1, CP.EP_PROBE, 2, 1, 0, 0, 0, 0) == CP.DROPPED
     assert CP.request_user(C, H, free, s, 0, 1, CP.EP_PROBE, 1, 1, 0, 0, 0, 10) == CP.DROPPED
     assert _unchanged(before, tabs)
 
@@ -211,7 +270,7 @@ def test_any_sequence_keeps_the_table_consistent_and_bounded(steps):
         elif what == "user":
             CP.request_user(C, H, free, s, h, a, CP.EP_PROBE if c & 1 else CP.EP_PSU, a, a, b, 0, 0, now + 200)
         elif what == "respond":
-            CP.respond(C, H, free, s, h, a, CP.EP_PROBE, a, 0x100 * b, b, 0, 0)
+            CP.respond(C, H, free, s, h, a, CP.EP_PROBE, a, 0x100 * b, b, 0, 0, 0)
         elif what == "pick":
             r, _ = CP.pick(C, H, free, s, T, h, a & 1, now, 8, 1)
             if r >= 0:

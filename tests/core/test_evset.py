@@ -138,6 +138,40 @@ def test_ev_min_active_counts_usable_evs_and_skips_instead():
     assert int(T.ev[0, 3]["state"]) == B
 
 
+@pytest.mark.parametrize("inp", [D.EVI_LOSS, D.EVI_ALWAYS_SKIP])
+def test_ev_min_active_floor_holds_for_a_loss_and_for_always_skip(inp):
+    """A retirement down to exactly ev_min_active usable EVs happens; one below it only skips, each time."""
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_active_target=4, ev_min_active=3)
+    T = pair.T
+    assert evset.ev_input(T, 0, 0, inp, 0) == B  # 4 usable -> 3: at the floor, allowed
+    assert evset.ev_input(T, 0, 1, inp, 0) == S  # 3 -> 2 would be below it: skipped instead
+    assert pair.qp(0)["ev_floor_hits"] == 1 and pair.qp(0)["ev_skips"] == 1
+    assert evset.ev_input(T, 0, 1, inp, 0) == S  # again, on the skipped EV: still held, counted again
+    assert pair.qp(0)["ev_floor_hits"] == 2
+    assert evset.usable_count(T, 0) == 3
+    assert [int(T.ev[0, k]["state"]) for k in range(4)] == [B, S, G, G]
+
+
+def _answer_probe(T, k, m=0):
+    T.ev[0, k]["probe_outstanding"] = 1
+    evset.probe_answered(T, 0, k, m, 0)
+    return int(T.ev[0, k]["state"])
+
+
+@pytest.mark.parametrize("back_via", ["GOOD", "SKIP"])
+def test_a_re_retired_ev_needs_probe_successes_answers_again(back_via):
+    """The count of answered probes starts from zero at each retirement: an EV that came back and is
+    retired again needs `probe_successes` answers again, not one."""
+    pair = Pair(n_planes=1, evs_per_plane=4, probe_successes=3, ev_min_active=0)
+    T = pair.T
+    m = 0 if back_via == "GOOD" else 1  # the last answer unmarked -> GOOD, ECN-marked -> SKIP
+    assert evset.ev_input(T, 0, 0, D.EVI_LOSS, 0) == B
+    assert [_answer_probe(T, 0, m) for _ in range(3)] == [B, B, G if m == 0 else S]
+    assert evset.ev_input(T, 0, 0, D.EVI_LOSS, 0) == B  # retired again
+    assert T.ev[0, 0]["probe_ok"] == 0
+    assert [_answer_probe(T, 0) for _ in range(3)] == [B, B, G]
+
+
 def events(pair):
     return [(int(e["value"]), D.EV_STATE_NAMES[int(e["ev_state"])], int(e["drop_count"]))
             for e in pair.events if e["kind"] == D.E_EV_STATE]
@@ -182,3 +216,44 @@ def test_probe_answers_need_probe_successes_in_a_row():
     T.ev[0, 0]["probe_outstanding"] = 1
     evset.probe_answered(T, 0, 0, 0, 0)
     assert T.ev[0, 0]["state"] == G
+
+
+def test_fresh_reverse_evs_owed_per_plane_are_capped_at_64():
+    """Each piece of evidence of lost control packets owes the plane one fresh reverse EV, up to
+    REV_FRESH_MAX = 64 (a burst of evidence does not owe more); other planes owe nothing."""
+    pair = Pair(n_planes=2, evs_per_plane=4)
+    T = pair.T
+    for n in range(1, 101):
+        evset.drop_rev_ev(T, 0, 1)
+        assert int(pair.qp(0)["rev_fresh"][1]) == min(n, 64)
+    assert int(pair.qp(0)["rev_fresh"][0]) == 0 and int(pair.qp(0)["rev_ev"][1]) == -1
+    evset.drop_rev_ev(T, 0, 2)  # no such plane: nothing
+    evset.drop_rev_ev(T, 0, -1)
+    assert list(pair.qp(0)["rev_fresh"][:2]) == [0, 64]
+
+
+def test_next_probe_time_is_strictly_after_now():
+    """A probe due at `now` is not a future deadline: it is sent (ev_probe_due), not re-armed at `now`."""
+    pair = Pair(n_planes=1, evs_per_plane=4, ev_min_active=0)
+    T = pair.T
+    evset.ev_input(T, 0, 0, D.EVI_LOSS, 0)
+    evset.ev_input(T, 0, 1, D.EVI_LOSS, 0)
+    T.ev[0, 0]["probe_deadline"] = 1000
+    T.ev[0, 1]["probe_deadline"] = 3000
+    assert evset.next_probe_time(T, 0, 999) == 1000
+    assert evset.next_probe_time(T, 0, 1000) == 3000  # the one due now is not "next"
+    assert evset.next_probe_time(T, 0, 3000) == D.NEVER
+
+
+def test_a_plane_coming_back_makes_a_probe_due_at_exactly_now():
+    pair = Pair(n_planes=2, evs_per_plane=4, ev_min_active=0)
+    T = pair.T
+    evset.ev_input(T, 0, 0, D.EVI_LOSS, 0)  # slot 0: plane 0
+    T.ev[0, 0]["probe_deadline"] = 5000
+    pair.qp(0)["ev_probe_due"] = 0
+    evset.planes_back(T, 0, 0b10, 5000)  # another plane: nothing
+    assert pair.qp(0)["ev_probe_due"] == 0
+    evset.planes_back(T, 0, 0b01, 4999)  # not yet due: its deadline is armed instead
+    assert pair.qp(0)["ev_probe_due"] == 0 and pair.qp(0)["ev_probe_deadline"] <= 5000
+    evset.planes_back(T, 0, 0b01, 5000)  # due at exactly now
+    assert pair.qp(0)["ev_probe_due"] == 1

@@ -177,3 +177,111 @@ def test_a_t0_whose_host_links_all_go_down_is_named_from_the_hosts_port_states()
     assert [(s.element, s.kind) for s in v.blamed] == [("h5:nic0", "nic-port")]
     with pytest.raises(Exception):
         one.add_port_event(0, TOPO.n_hosts, 0, False)
+
+
+# --- loss or load: the verdict weighs the path counters against comparable paths -------------------------------
+
+
+def _paths_with(pairs, through, base, there):
+    """PATHS rows: every path `base` = (tx, losses, marks, trims), the paths in `through` `there`."""
+    rows = []
+    for a, b in pairs:
+        for e in EVS:
+            tx, losses, marks, trims = there if (a, b, int(e)) in through else base
+            rows.append((a, b, int(e), tx, losses, marks, trims))
+    return np.array(rows, CL.PATHS)
+
+
+def test_gray_loss_amid_heavy_load_is_gray_not_congestion():
+    # every path is marked and trimmed heavily (a loaded permutation); the paths across one link lose 1 %
+    pairs = _pairs(4)
+    ports = _link("p1.t0.5", "p1.t1.6")
+    through = set(_through(pairs, ports))
+    rng = np.random.default_rng(8)
+    bad = [sorted(through)[k] for k in rng.choice(len(through), 6, replace=False)]
+    loc = CL.Localizer(TOPO)
+    loc.set_paths(_paths_with(pairs, through, (5000, 1, 900, 300), (5000, 50, 900, 300)))
+    _feed(loc, bad, 100.0, spread=800.0, rng=rng, good_after=15.0)
+    v = loc.verdict(int(1000 * US))
+    assert v.blamed and v.blamed[0].element == "p1.t0.5-p1.t1.6" and v.blamed[0].verdict == "gray"
+    assert v.blamed[0].load["compared"] == "pairs"
+    # the same losses, and the link's paths marked as much as the rest: still gray; marked far more: its queue
+    # is the one that fills (a slow link when its parallel links are not)
+    loc.set_paths(_paths_with(pairs, through, (5000, 1, 90, 30), (5000, 50, 2000, 500)))
+    assert loc.verdict(int(1000 * US)).blamed[0].verdict == "degraded"
+
+
+def test_uniform_overload_blames_nothing():
+    # four permutations at once: every host link overloaded alike, every path marked, trimmed and losing the same
+    # share; the bad paths happen to gather at one host's link
+    pairs = _pairs(5)
+    nic = (TOPO.nic_port(16, 0), int(TOPO.port[TOPO.nic_port(16, 0)]["peer"]))
+    through = _through(pairs, nic)
+    pair_of = sorted({(a, b) for a, b, _ in through})
+    bad = [x for pr in pair_of for x in [t for t in through if t[:2] == pr][:4]]
+    assert len(pair_of) == 2 and len(bad) == 8  # host 16 sends to one host and receives from another
+    loc = CL.Localizer(TOPO)
+    loc.set_paths(_paths(pairs, tx=5000, marks=700, trims=400, losses=6))
+    rng = np.random.default_rng(9)
+    _feed(loc, bad, 50.0, spread=600.0, rng=rng, good_after=20.0)
+    v = loc.verdict(int(1000 * US))
+    assert v.suspects and not v.blamed
+    assert {s.verdict for s in v.suspects} == {"congestion"}
+
+
+def test_load_verdict_weighs_losses_and_marks_against_comparable_paths():
+    p = CL.Params()
+    base = dict(c_sig=1000.0, c_losses=10.0, c_tx=10000.0, compared="pairs", outlier=False)
+    # losses 30x the comparable paths', marks alike: a fault (the outage timing decides)
+    assert CL.load_verdict(CL.Load(sig=100.0, losses=30.0, tx=1000.0, **base), p) is None
+    # ... as are losses 10x theirs on paths whose queues are not saturated (2 % marks: the binomial test decides)
+    calm = dict(c_sig=200.0, c_losses=10.0, c_tx=10000.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=20.0, losses=10.0, tx=1000.0, **calm), p) is None
+    # losses alike, marks alike and the comparable paths loaded: congestion everywhere
+    assert CL.load_verdict(CL.Load(sig=100.0, losses=1.0, tx=1000.0, **base), p) == "congestion"
+    # excess losses with fuller queues: congestion, or a slow link when it stands out among its parallel links
+    assert CL.load_verdict(CL.Load(sig=500.0, losses=10.0, tx=1000.0, **base), p) == "congestion"
+    assert CL.load_verdict(CL.Load(sig=500.0, losses=10.0, tx=1000.0, **{**base, "outlier": True}), p) == "degraded"
+    # no load anywhere, losses like elsewhere: nothing explains them
+    quiet = dict(c_sig=0.0, c_losses=0.0, c_tx=10000.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=0.0, losses=0.0, tx=1000.0, **quiet), p) is None
+    # nothing to compare to: losses a trickle beside marks and trims
+    alone = dict(c_sig=0.0, c_losses=0.0, c_tx=0.0, compared="", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=300.0, losses=2.0, tx=1000.0, **alone), p) == "congestion"
+    assert CL.load_verdict(CL.Load(sig=10.0, losses=2.0, tx=1000.0, **alone), p) is None
+    assert CL.load_verdict(None, p) is None
+    # saturated queues here and loaded, lossy paths around (one plane of a host's links under 4x overload, from
+    # localize_eval's overload trial): losses 4.7x the comparable paths', a trickle beside 63x as many marks
+    overload = dict(c_sig=1064.0, c_losses=3.0, c_tx=10153.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=1204.0, losses=19.0, tx=13744.0, **overload), p) == "congestion"
+    # ... but 36x the comparable paths' losses is a fault on the same saturated path (a gray link at 0.1 %)
+    gray = dict(c_sig=11800.0, c_losses=3.0, c_tx=108042.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=675.0, losses=13.0, tx=12742.0, **gray), p) is None
+    # ... and so are the same losses where many comparable packets lose nothing (28x the floor of 0.5 loss), or
+    # losses not a trickle beside the marks; an incast's host link (10.6x the floor over 1101 packets) is congestion
+    assert CL.load_verdict(CL.Load(sig=1204.0, losses=19.0, tx=13744.0, **{**overload, "c_losses": 0.0}), p) is None
+    incast = dict(c_sig=317.0, c_losses=0.0, c_tx=1101.0, compared="pairs", outlier=False)
+    assert CL.load_verdict(CL.Load(sig=1691.0, losses=20.0, tx=4130.0, **incast), p) == "congestion"
+    assert CL.load_verdict(CL.Load(sig=150.0, losses=19.0, tx=1374.0, **overload), p) is None
+    # below saturated_min (3 % marks + trims per packet) the binomial test decides alone
+    assert CL.load_verdict(CL.Load(sig=300.0, losses=19.0, tx=13744.0, **overload), p) is None
+
+
+def test_outage_verdict_tells_down_flapping_and_gray_from_the_timing():
+    p = CL.Params()
+    us = 1_000_000
+    # eight paths fail together and stay bad (probes fail): down
+    once = [[int((100 + 0.5 * k) * us)] for k in range(8)]
+    assert CL.outage_verdict(once, stuck=8, p=p) == "down"
+    # ... and all come back together later (a reboot): down
+    assert CL.outage_verdict(once, stuck=0, p=p) == "down"
+    # three such bursts 100 us apart: flapping
+    flap = [[int((100 + 100 * r + 0.5 * k) * us) for r in range(3)] for k in range(8)]
+    assert CL.outage_verdict(flap, stuck=0, p=p) == "flapping"
+    # paths failing and coming back over and over, at random: gray (one long burst of churn is not an outage)
+    rng = np.random.default_rng(1)
+    churn = [sorted(int(t * us) for t in rng.uniform(100, 1100, 6)) for _ in range(8)]
+    assert CL.outage_verdict(churn, stuck=2, p=p) == "gray"
+    # a few paths now and then: gray
+    sparse = [[int((100 + 150 * k) * us)] for k in range(5)]
+    assert CL.outage_verdict(sparse, stuck=0, p=p) == "gray"

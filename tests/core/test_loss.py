@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from mrc.core import dispatch, dtypes as D, evset
+from mrc.core.requester import tx_slot
 from mrc.core.setup import fixed_window_profile
 from mrc.testing.harness import Pair
 from mrc.units import US
@@ -82,6 +83,31 @@ def test_trimmed_lasthop_retransmits_without_ev_penalty():
     (k, r), = pair.collect(0)
     assert k == dispatch.K_RTX and r["psn"] == 0
     assert pair.qp(0)["trims_rx"] == 1
+
+
+def test_a_sack_for_a_packet_already_marked_lost_cancels_its_retransmission():
+    """PSN 2 is trimmed (NACK: LOST, waiting for its retransmission), yet a copy arrives and the responder's
+    SACK reports it before the requester resends: no retransmission goes out, the window is credited once."""
+    pair = Pair(ack_every_pkts=100, ack_every_bytes=1 << 30, cc=fixed_window_profile(window_bytes=1 << 30))
+    pair.post_write(0, 4 * MTU)
+    pkts = sent(pair)
+    pair.deliver(0, nack(pair, pkts[2], NackReason.TRIMMED_LASTHOP))
+    q = pair.qp(0)
+    assert tx_slot(pair.T, pair.qp(0), 2)["state"] == D.TX_LOST and q["n_lost"] == 1
+    inflight = int(q["inflight"])
+    for p in (pkts[0], pkts[2], pkts[3]):  # PSN 1 still missing: 2 and 3 only in the bitmap
+        pair.deliver(1, p)
+    pkts[3]["ackreq"] = 1
+    pair.deliver(1, pkts[3])  # a duplicate asks for the SACK now
+    sacks = [p for p in sent(pair, 1) if p["opcode"] == Opcode.MRC_RELIABILITY_SACK]
+    assert sacks and int(sacks[-1]["cack_psn"]) == 0 and int(sacks[-1]["sack_bitmap"]) == 0b110  # bit b: PSN cack + 1 + b
+    for s in sacks:
+        pair.deliver(0, s)
+    assert tx_slot(pair.T, pair.qp(0), 2)["state"] == D.TX_SACKED and q["n_lost"] == 0
+    assert int(q["inflight"]) == inflight - 2 * MTU  # PSN 0 and 3; PSN 2 had left flight when marked lost
+    again = pair.collect(0)
+    assert all(k != dispatch.K_RTX for k, _ in again), [(k, int(p["psn"])) for k, p in again]
+    assert q["rtx_pkts"] == 0 and q["rtx_spurious"] == 0 and q["lost_acked"] == 1  # declared lost, then acknowledged
 
 
 @pytest.mark.parametrize("reason", [NackReason.NO_BITMAP, NackReason.NO_PKT_BUFFER, NackReason.NO_RESOURCE])
@@ -224,7 +250,9 @@ def test_rto_linear_then_exponential_then_error_with_all_wrs_completed():
         (1, D.WC_RETRY_EXC_ERR), (2, D.WC_WR_FLUSH_ERR), (3, D.WC_WR_FLUSH_ERR)]
 
 
-def test_spurious_retransmission_counted_apart():
+def _psn0_declared_lost():
+    """Three packets; the second and third arrive and are acknowledged, and PSN 0 is then declared lost (RACK),
+    not yet resent. Returns the pair and the three packets."""
     pair = Pair(ack_every_pkts=1, n_planes=1, evs_per_plane=8, ev_active_target=8)
     pair.post_write(0, 3 * MTU)
     pkts = sent(pair)
@@ -232,13 +260,31 @@ def test_spurious_retransmission_counted_apart():
     pair.deliver(1, pkts[1])
     pair.deliver(1, pkts[2])
     acks_back(pair)
-    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])  # PSN 0 declared lost ...
+    pair.advance(pair.now + 10 * pair.qp(0)["base_rtt"])
+    return pair, pkts
+
+
+def test_spurious_retransmission_counted_apart():
+    pair, pkts = _psn0_declared_lost()
     rtx = [p for k, p in pair.collect(0) if k == dispatch.K_RTX]
     assert [int(p["psn"]) for p in rtx] == [0]
     pair.deliver(1, pkts[0])  # ... but the original was only late
     acks_back(pair)
     q = pair.qp(0)
     assert q["rtx_pkts"] == 1 and q["rtx_spurious"] == 1
+
+
+def test_a_loss_declared_then_acknowledged_before_its_resend_is_not_a_spurious_retransmission():
+    """The emulator's `reps` runs once counted more spurious retransmissions than retransmissions: a PSN declared
+    lost (RACK) whose original was acknowledged before it was resent counted as spurious. It is a false loss
+    declaration (`lost_acked`); `rtx_spurious` counts retransmissions only, so it never exceeds `rtx_pkts`."""
+    pair, pkts = _psn0_declared_lost()  # nothing collected: PSN 0 not resent yet
+    assert pair.qp(0)["losses"] == 1 and pair.qp(0)["n_lost"] == 1
+    pair.deliver(1, pkts[0])  # the original was only late
+    acks_back(pair)
+    q = pair.qp(0)
+    assert q["rtx_pkts"] == 0 and q["rtx_spurious"] == 0 and q["lost_acked"] == 1 and q["n_lost"] == 0
+    assert not [p for k, p in pair.collect(0) if k == dispatch.K_RTX]  # nothing is resent afterwards
 
 
 def test_local_port_down_moves_traffic_to_the_other_planes():

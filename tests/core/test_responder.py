@@ -72,6 +72,20 @@ def test_trimmed_header_gets_nack_trimmed_or_lasthop():
     assert pair.qp(1)["cack_psn"] == 0xFFFFFF  # nothing was received
 
 
+def test_owed_nacks_are_bounded_at_eight_and_the_rest_counted():
+    """NACKs owed but not yet sent wait in an 8-entry queue; one more is dropped and counted, never
+    written past it (the requester recovers by timeout or probe)."""
+    pair = Pair()
+    pkts = data_packets(pair, 10)
+    for p in pkts:
+        p["trim"], p["payload_len"] = 1, 0
+        pair.deliver(1, p)
+    assert pair.qp(1)["nack_n"] == 8 and pair.qp(1)["rx_dropped"] == 2 and pair.qp(1)["rx_trimmed"] == 10
+    nacks = only(pair.collect(1), Opcode.MRC_RELIABILITY_NACK)
+    assert [int(n["nack_psn"]) for n in nacks] == list(range(8))
+    assert pair.qp(1)["nack_n"] == 0
+
+
 def test_duplicates_are_acknowledged_not_placed_again():
     pair = Pair(emulate_access=1)
     (p,) = data_packets(pair, 1)
@@ -243,6 +257,59 @@ def test_sack_bitmap_matches_a_naive_model(rng):
         cack, base, bits = sack_bitmap(received, trigger=int(p["psn"]))
         assert (int(s["cack_psn"]), int(s["cack_psn"] + s["sack_offset"]) & 0xFFFFFF, int(s["sack_bitmap"])) == (cack, base, bits)
     assert np.all(np.diff(np.sort(list(received))) > 0)
+
+
+def _judge_against_naive(pair, pkts, order, window):
+    """Deliver `pkts` in `order` to QP 1; each answer must be the naive model's: a SACK with its cack_psn,
+    bitmap base and bitmap, or NACK PSN_OOR_WINDOW for a PSN beyond the MPR window. Returns the PSNs placed."""
+    from tests.core.naive import accepts, sack_bitmap
+
+    received: set[int] = set()
+    for idx in order:
+        p = pkts[idx]
+        psn = int(p["psn"])
+        fits = accepts(received, psn, window=window)
+        pair.deliver(1, p)
+        out = pair.collect(1)
+        if not fits:
+            (n,) = only(out, Opcode.MRC_RELIABILITY_NACK)
+            assert (int(n["nack_reason"]), int(n["psn"])) == (NackReason.PSN_OOR_WINDOW, psn)
+            assert not only(out, Opcode.MRC_RELIABILITY_SACK)
+            continue
+        received.add(psn)
+        (s,) = only(out, Opcode.MRC_RELIABILITY_SACK)
+        cack, base, bits = sack_bitmap(received, trigger=psn, window=window)
+        got = (int(s["cack_psn"]), int(s["cack_psn"] + s["sack_offset"]) & 0xFFFFFF, int(s["sack_bitmap"]))
+        assert got == (cack, base, bits), (psn, sorted(received))
+    return received
+
+
+def _narrow_window_pair():
+    """QP 1's window is MPR 1 (128 PSNs); QP 0 may have 256 in flight, so it sends beyond that window."""
+    pair = Pair(ack_every_pkts=1, cc=fixed_window_profile(window_bytes=1 << 30), mpr=2, mpr_dest=1)
+    return pair, int(pair.qp(1)["mpr_dest"]) * D.MPR_UNIT
+
+
+def test_the_window_edge_exactly():
+    """cack_psn + 128 is inside MPR 1's window, cack_psn + 129 is not; the edge PSN, as a trigger beyond
+    64 of cack_psn, is bit 63 of its own SACK."""
+    pair, window = _narrow_window_pair()
+    assert window == 128
+    pkts = data_packets(pair, 250)
+    order = [127, 128, 0, 128, 129, 64, 1, 2, 130, 129, 200]
+    received = _judge_against_naive(pair, pkts, order, window)
+    assert {127, 128, 129, 130} <= received and 200 not in received
+    assert pair.qp(1)["rx_oor"] == 3  # 128 (cack -1), 129 (cack 0), 200
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sack_bitmap_and_window_match_the_naive_model_near_the_edge(seed):
+    pair, window = _narrow_window_pair()
+    pkts = data_packets(pair, 250)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(pkts))[:220]
+    received = _judge_against_naive(pair, pkts, order, window)
+    assert pair.qp(1)["rx_oor"] > 0 and received  # both sides of the edge were exercised
 
 
 def test_any_packet_of_a_write_running_past_the_region_is_refused_in_any_order():

@@ -79,3 +79,14 @@ def test_nscc_profile_derived_values_follow_overrides():
     # An explicit initial window outside [min_cwnd, max_cwnd] is refused, naming the key.
     with pytest.raises(ConfigError, match="cc.init_cwnd"):
         setup.nscc_profile(max_cwnd=16384, init_cwnd=65536)
+
+
+def test_work_completion_statuses_are_ibverbs_values():
+    """The WC status codes are ibv_wc_status's (rdma-core verbs.h: SUCCESS 0, WR_FLUSH_ERR 5,
+    REM_INV_REQ_ERR 9, REM_ACCESS_ERR 10, REM_OP_ERR 11, RETRY_EXC_ERR 12), each named once."""
+    from mrc.core import dtypes as D
+
+    verbs = {"SUCCESS": 0, "WR_FLUSH_ERR": 5, "REM_INV_REQ_ERR": 9, "REM_ACCESS_ERR": 10, "REM_OP_ERR": 11,
+             "RETRY_EXC_ERR": 12}
+    assert {name: getattr(D, f"WC_{name}") for name in verbs} == verbs
+    assert D.WC_STATUS_NAMES == {v: k for k, v in verbs.items()}

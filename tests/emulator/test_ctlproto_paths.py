@@ -91,7 +91,7 @@ class Library:
         dev, qp = self.devs[side], self.qps[side]
         q = dev.T.qp[qp.index]
         ev = int(dev.T.ev[int(q["ev_row"]), int(q["plane_start"][key[0]]) + key[1]]["ev"])
-        dev.ctl.modify_ev_state(1, ev, "ASSUMED_BAD", now=now)
+        dev.ctl.modify_ev_state(1, dev.ctl.ev_of(1, ev, key[0] + 1), "ASSUMED_BAD", now=now)
 
     def timer(self, side, now):
         self.devs[side].handle_timer(now)

@@ -93,6 +93,27 @@ def test_cli_run(tmp_path, capsys):
     assert not (tmp_path / "o" / "fct_cdf.png").exists()
 
 
+def test_every_run_prints_and_keeps_its_routing_repair_defaults(tmp_path, capsys):
+    """The two routing delays decide how long ECMP traffic meets a dead link: printed before the run (the header
+    line) and kept in summary.json (and so in a sweep's table, `routing_*`), the defaults and any override."""
+    from mrc.emulator.sweeps.cell import flatten
+
+    p = _toml(tmp_path)
+    assert main(["emu", "run", str(p), "--out", str(tmp_path / "o"), "--no-plots"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("s (roce-ecmp, seed 3): 16 hosts") and "1,000 us at the switches next to it" in first
+    assert "100,000 us at every other switch (switch.route_converge_us)" in first
+    s = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert s["routing"] == {"route_detect_us": 1000.0, "route_converge_us": 100000.0}
+    assert main(["emu", "run", str(p), "--out", str(tmp_path / "o2"), "--no-plots",
+                 "--set", "switch.route_converge_us=2000", "--set", "switch.route_detect_us=10"]) == 0
+    assert "10 us at the switches next to it" in capsys.readouterr().out.splitlines()[0]
+    s2 = json.loads((tmp_path / "o2" / "summary.json").read_text())
+    assert s2["routing"] == {"route_detect_us": 10.0, "route_converge_us": 2000.0}
+    row = flatten(s2)
+    assert row["routing_route_detect_us"] == 10.0 and row["routing_route_converge_us"] == 2000.0
+
+
 def test_cli_errors_exit_2_naming_the_key(tmp_path, capsys):
     p = _toml(tmp_path)
     assert main(["emu", "run", str(p), "--set", "switch.bufer=1", "--out", str(tmp_path / "o")]) == 2

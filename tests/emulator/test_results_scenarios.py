@@ -20,6 +20,11 @@ TINY = {
     "results/r6-gray-loss-1pct": ["workload.size_bytes=50000"],
     "results/r7-t1-reboot": ["workload.size_bytes=640000", "failures.0.at_us=10", "failures.0.duration_us=200"],
     "results/r8-link-flap": ["workload.size_bytes=200000", "failures.0.at_us=5", "failures.0.period_us=20", "failures.0.down_us=10"],
+    "results/r8-link-flap-4": ["workload.size_bytes=200000"] + [
+        f"failures.{k}.{key}={v}" for k in range(4) for key, v in (("at_us", 5 + 5 * k), ("period_us", 20), ("down_us", 10))],
+    "results/r10-allreduce-1x400g-loss1pct": ["workload.size_bytes=65536"],
+    "results/r10-alltoall-4x100g": ["workload.size_bytes=1024"],
+    "results/r10-p2p-latency": [],
 }
 
 

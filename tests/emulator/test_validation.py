@@ -183,3 +183,18 @@ def test_pool_and_heap_start_sized_to_the_run_and_a_small_pool_that_grows_gives_
     for k in ("events", "packet_hops", "sim_time_us", "peak_packets"):
         assert small.sim[k] == big.sim[k], k
     assert (small.flows == big.flows).all()
+
+
+def test_a_nics_latency_is_paid_leaving_and_entering_it():
+    """`topology.nic_latency_ns`: each NIC traversal adds it, so a lone packet's one-way time grows by twice it and
+    its round trip by four times."""
+    fl = {"kind": "flows", "flows": [flow(0, 15, 1000)]}
+    r0, _, sim0 = run(make(workload=fl))
+    r1, _, sim1 = run(make(topology={**SMALL_LS, "nic_latency_ns": 1500.0}, workload=fl))
+    a, b = r0.flows[0], r1.flows[0]
+    assert (b["t_recv_done"] - b["t_start"]) - (a["t_recv_done"] - a["t_start"]) == 2 * 1_500_000
+    assert (b["t_send_done"] - b["t_start"]) - (a["t_send_done"] - a["t_start"]) == 4 * 1_500_000
+    assert b["alone"] - a["alone"] == 4 * 1_500_000  # the FCT alone knows it too
+    from mrc.errors import ConfigError
+    with pytest.raises(ConfigError, match="topology.nic_latency_ns"):
+        scenario.parse(make(topology={**SMALL_LS, "nic_latency_ns": -1}))

@@ -22,10 +22,12 @@ EXPECTED = {
         r"^SimNetStatistics\(now_us=[\d.]+, sent=\d+, data_sent=\d+, delivered=\d+, dropped=[1-9]\d*, link_down=0",
     ],
     "ev_events.py": [
-        r"^\{'state': 'ONLINE', 'mode': 'AUTO', .*'count': 8, 'min_active': 2, 'event_mask': 3",
+        r"^EvProfileAttr\(profile_state=<ProfileState.ONLINE: 2>, .*ev_mode=<EvProfileMode.AUTO: 1>, .*ev_count=8, "
+        r"ev_min_active=2, ev_event_mask=3",
         r"^WorkCompletion\(wr_id=1, status=SUCCESS, opcode=RDMA_WRITE, byte_len=163840 B, qp_num=0x[0-9a-f]+\) at [\d.]+ us$",
-        r"^\[EvEvent\(ev=0x[0-9a-f]+, state=ASSUMED_BAD, port=2, profile_id=1, drop_count=0\)\]$",
-        r"^EvEvent\(ev=0x[0-9a-f]+, state=GOOD, port=2, profile_id=1, drop_count=0\) at [\d.]+ us$",
+        r"^\[EvEvent\(CtlEv\(0x[0-9a-f]{8}, port=2\), state=ASSUMED_BAD, profile_id=1, drop_count=0 event\(s\), "
+        r"qp=0x[0-9a-f]+, value=0x[0-9a-f]+, losses=[1-9]\d* packet\(s\)\)\]$",
+        r"^EvEvent\(CtlEv\(0x[0-9a-f]{8}, port=2\), state=GOOD, profile_id=1, drop_count=0 event\(s\), .*\) at [\d.]+ us$",
         r"^\[EpResponse\(req_id=1, port=2, rtt_ns=4000",
     ],
     "udp_with_trio.py": [

@@ -10,7 +10,7 @@ from mrc.fabric.spec import KEYS
 
 def test_keys_are_exactly_the_issue_list():
     assert set(KEYS) == {"kind", "k", "hosts_per_leaf", "leaves", "spines", "planes", "link_gbps",
-                         "fabric_gbps", "link_delay_ns", "oversubscription"}
+                         "fabric_gbps", "link_delay_ns", "oversubscription", "nic_latency_ns"}
 
 
 @pytest.mark.parametrize("name,hosts,planes,gbps", [

@@ -1,25 +1,24 @@
-"""Helpers for the adapter tests: trio's in-memory UDP network with a seeded route, and endpoint pairs.
+"""Helpers for the adapter tests: an in-memory UDP network with a seeded route, and endpoint pairs.
 
-`LossyRoute` is a ``route_packet`` hook for trio's ``FakeNet``
-(``trio.testing._fake_net``, the network trio's own DTLS tests use): every
-datagram is dropped, duplicated and delayed (so reordered) with probabilities
-drawn from one ``random.Random(seed)``, as trio's ``test_dtls.py`` does. Run
-under ``MockClock(autojump_threshold=0)``, time only moves when every task
-waits, so a run is deterministic and takes no wall time.
+The network is `tests.io.fakenet.FakeNet` (ours, over trio's public socket-factory hook; it once
+was trio's private ``trio.testing._fake_net``, which a trio release may move or drop).
+`LossyRoute` is its ``route_packet`` hook: every datagram is dropped, duplicated and delayed (so
+reordered) with probabilities drawn from one ``random.Random(seed)``, as trio's ``test_dtls.py``
+does. Run under ``MockClock(autojump_threshold=0)``, time only moves when every task waits, so a
+run is deterministic and takes no wall time.
 """
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
 
-import pytest
 import trio
 from trio.testing import MockClock
 
 from mrc.io import session as S
 from mrc.io.transports import UdpEncap
 
-FakeNet = pytest.importorskip("trio.testing._fake_net").FakeNet
+from .fakenet import FakeNet
 
 
 @dataclass

@@ -80,7 +80,7 @@ def test_a_machine_up_for_months_still_fires_the_cores_timers():
     which needs its retransmission timers, completes as it does on a fresh machine."""
     async def up_for_months():
         trio.lowlevel.current_clock().jump(120 * 86400)
-        report, counts, _ = await _transfer_over(dict(drop=0.05), 256 << 10, 4)
+        report, counts, _ = await _transfer_over(dict(drop=0.05), 1 << 20, 4)  # about 15 drops: data packets among them
         return report, counts, trio.current_time() - run_epoch()
 
     report, counts, elapsed = run_mock(up_for_months)
@@ -100,7 +100,7 @@ def test_a_blackholed_ev_goes_assumed_bad_and_the_transfer_completes():
     async def main():
         net = fake_net()
         da, db = devices(seed=4)
-        hole = da.ctl.query_ev_array(1)[3]["ev"]
+        hole = da.ctl.ev_table(1)[3]["value"]
         async with trio.open_nursery() as nursery:
             route = LossyRoute(net, nursery, seed=4)
 

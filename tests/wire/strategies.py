@@ -18,15 +18,16 @@ BITS = {
     "probe_id": 16, "ooo_count": 15, "r_c": 1, "rcv_cwnd_pen": 7, "rcvd_bytes": 24, "ep_op": 2, "req_id": 16,
     "port_status_mask": 32, "svc_time": 32, "swap_add": 64, "compare": 64, "orig_data": 64,
 }
+HEADER_BITS = {("SETH", "svc_time"): 8, ("NETH", "svc_time"): 8}  # the PKT column is EETH's 32 bits
 SIGNED = {"ack_psn_offset", "sack_offset"}
 OPCODES = sorted(int(op) for op in HEADERS_BY_OPCODE)
 MRC_OPCODES = [op for op in OPCODES if op >= 0xC6]
 
 
-def _value(name):
+def _value(name, hdr=None):
     if name in SIGNED:
         return st.integers(-(1 << 15), (1 << 15) - 1)
-    return st.integers(0, (1 << BITS[name]) - 1)
+    return st.integers(0, (1 << HEADER_BITS.get((hdr, name), BITS[name])) - 1)
 
 
 @st.composite
@@ -39,7 +40,7 @@ def pkt_rows(draw, opcodes=OPCODES, mode=None, max_payload=300):
             p[name] = draw(_value(name))
     for hdr in headers_after_bth(op, int(p["ts"])):
         for name in FIELDS[hdr]:
-            p[name] = draw(_value(name))
+            p[name] = draw(_value(name, hdr))
     p["dscp"] = draw(st.integers(0, 63))
     p["ecn"] = draw(st.integers(0, 3))
     # canonical: no payload on a kind that carries none, pad bytes within the payload (decode refuses both)

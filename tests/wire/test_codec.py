@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scapy.packet import raw as scapy_raw
 
 from mrc.wire import DecodeError, EncodeError
 from mrc.wire.codec import decode, decode_batch, encode, encode_batch
@@ -15,8 +16,6 @@ from mrc.wire.constants import EvMode, Opcode
 from mrc.wire.layout import carries_payload
 from mrc.wire.records import NET, PKT
 from tests.wire.strategies import OPCODES, packets
-
-scapy_raw = pytest.importorskip("scapy.packet").raw
 
 
 def rows_equal(a, b):
@@ -120,7 +119,7 @@ def test_decode_batch_reports_the_bad_packet():
 @pytest.mark.parametrize(
     "field,value,where",
     [("psn", 1 << 24, "BTH.psn"), ("padcnt", 4, "BTH"), ("m", 4, "SETH"), ("rcv_cwnd_pen", 128, "CC_STATE"),
-     ("dscp", 64, "IP.dscp"), ("opcode", 0xCC, "BTH.opcode")],
+     ("dscp", 64, "IP.dscp"), ("opcode", 0xCC, "BTH.opcode"), ("svc_time", 256, "SETH.svc_time")],
 )
 def test_encode_refuses_values_wider_than_their_field(field, value, where):
     p = np.zeros(1, dtype=PKT)
@@ -130,6 +129,21 @@ def test_encode_refuses_values_wider_than_their_field(field, value, where):
     n["ip_version"], n["dport"] = 6, 4791
     with pytest.raises(EncodeError, match=where.replace(".", r"\.")):
         encode(p[0], n[0])
+
+
+def test_svc_time_is_8_bits_on_sack_and_nack_and_32_on_an_endpoint_response():
+    n = np.zeros(1, dtype=NET)
+    n["ip_version"], n["dport"] = 6, 4791
+    p = np.zeros(1, dtype=PKT)
+    p["opcode"], p["svc_time"] = Opcode.MRC_RELIABILITY_NACK, 256
+    with pytest.raises(EncodeError, match=r"SETH\.svc_time: SETH / NETH carry 8 bits"):
+        encode(p[0], n[0])
+    p["opcode"], p["svc_time"] = Opcode.MRC_ENDPOINT_RESPONSE, 0xFFFFFFFF
+    back, _, _ = decode(encode(p[0], n[0]))
+    assert back["svc_time"] == 0xFFFFFFFF
+    p["opcode"], p["svc_time"] = Opcode.MRC_RELIABILITY_SACK, 255
+    back, _, _ = decode(encode(p[0], n[0]))
+    assert back["svc_time"] == 255
 
 
 def test_encode_refuses_wide_ev_in_udp_mode_and_ipv4_stev():

@@ -42,14 +42,14 @@ VECTORS = [
     (
         "seth",
         dict(ext_type=0xA, ext_next=0x15, m=2, pr=1, ack_psn_offset=-2, entropy=0x00420007, spdcid=0x1111,
-             dpdcid=0x2222, cack_psn=0x0003E9, cc_type=1, cc_flags=0x5, mpr=8, sack_offset=-64,
+             dpdcid=0x2222, svc_time=0x9C, cack_psn=0x0003E9, cc_type=1, cc_flags=0x5, mpr=8, sack_offset=-64,
              sack_bitmap=0x8000000000000001),
         # type=1010 next=10101 m=10 rsvd=0 pr=1 rsvd=000 -> 1010 1010 1100 1000
         "aac8"
         "fffe"        # ack_psn_offset = -2 (two's complement)
         "00420007"    # entropy (reflected EV)
         "1111" "2222"  # spdcid | dpdcid
-        "00" "0003e9"  # reserved | cack_psn = 1001
+        "9c" "0003e9"  # svc_time = 156 x 64 ns (9.984 us; extension, docs/wire.md) | cack_psn = 1001
         "15"          # cc_type=1 (high nibble) cc_flags=5
         "08"          # mpr = 8 (x128 PSNs)
         "ffc0"        # sack_offset = -64
@@ -66,13 +66,13 @@ VECTORS = [
     (
         "neth",
         dict(ext_type=0, ext_next=0, m=1, pr=0, nack_reason=0x0B, vendor=0x7E, entropy=0xDEADBEEF, spdcid=1,
-             dpdcid=2, nack_psn=0xFFFFFF, cc_type=2, cc_flags=0, tx_timestamp=0x0BAD),
+             dpdcid=2, svc_time=0xFF, nack_psn=0xFFFFFF, cc_type=2, cc_flags=0, tx_timestamp=0x0BAD),
         "0020"        # type=0 next=0 m=01 (bits6-5) -> 0x0020
         "0b"          # nack_reason = PSN_OOR_WINDOW
         "7e"          # vendor
         "deadbeef"    # entropy
         "0001" "0002"  # spdcid | dpdcid
-        "00" "ffffff"  # reserved | nack_psn
+        "ff" "ffffff"  # svc_time = 255 x 64 ns (the largest: 16.32 us) | nack_psn
         "20"          # cc_type=2 cc_flags=0
         "00"          # reserved
         "0bad",       # tx_timestamp (reflected)

@@ -10,18 +10,17 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scapy.packet import raw as scapy_raw
 
 from mrc.wire import DecodeError, EncodeError
 from mrc.wire.codec import decode, decode_batch, encode
 from mrc.wire.constants import EvMode, Opcode
+from mrc.wire import layers as L
 from mrc.wire.dscp import DEFAULT_DSCP
 from mrc.wire.layout import HEADERS_BY_OPCODE, carries_payload
 from mrc.wire.records import NET, PKT
 from mrc.wire.trim import header_bytes, trim_bytes, trim_record
 from tests.wire.strategies import packets
-
-L = pytest.importorskip("mrc.wire.layers")
-scapy_raw = pytest.importorskip("scapy.packet").raw
 
 NO_PAYLOAD = sorted(op for op in HEADERS_BY_OPCODE if not carries_payload(op))
 

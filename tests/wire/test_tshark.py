@@ -50,7 +50,7 @@ MRC = {
     "mrc.ext.m": ("m", {"SETH", "NETH", "PETH"}), "mrc.ext.pr": ("pr", {"SETH", "NETH", "PETH"}),
     "mrc.ext.entropy": ("entropy", {"SETH", "NETH"}), "mrc.ext.spdcid": ("spdcid", {"SETH", "NETH", "PETH"}),
     "mrc.ext.dpdcid": ("dpdcid", {"SETH", "NETH", "PETH"}), "mrc.ext.cc_type": ("cc_type", {"SETH", "NETH"}),
-    "mrc.ext.cc_flags": ("cc_flags", {"SETH", "NETH"}),
+    "mrc.ext.cc_flags": ("cc_flags", {"SETH", "NETH"}), "mrc.ext.svc_time": ("svc_time", {"SETH", "NETH"}),
     "mrc.ext.vendor": ("vendor", {"NETH", "PETH", "ERTH", "EETH"}),
     "mrc.ext.tx_timestamp": ("tx_timestamp", {"NETH", "PETH", "ERTH", "EETH"}),
     "mrc.ext.tsr": ("tsr", {"PETH", "ERTH", "EETH"}), "mrc.ext.ftype": ("ftype", {"PETH", "ERTH", "EETH"}),

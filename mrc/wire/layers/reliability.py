@@ -28,7 +28,8 @@ NACK_NAMES = {int(r): r.name for r in NackReason}
 @register
 class SETH(AfterBTH):
     """MRC SACK Extended Transport Header: cumulative ACK PSN (``cack_psn``), the SACK bitmap and its offset,
-    the reflected ``entropy`` (EV) and the responder's ``mpr``."""
+    the reflected ``entropy`` (EV), the responder's ``mpr`` and its service time (``svc_time``, units of
+    64 ns: an extension in the byte MRC leaves reserved, docs/wire.md)."""
 
     name = "SETH"
     fields_desc = _prologue() + [
@@ -36,7 +37,7 @@ class SETH(AfterBTH):
         XIntField("entropy", 0),
         XShortField("spdcid", 0),
         XShortField("dpdcid", 0),
-        ByteField("resv8", 0),
+        ByteField("svc_time", 0),
         BitField("cack_psn", 0, 24),
         BitField("cc_type", 0, 4),
         BitField("cc_flags", 0, 4),
@@ -67,8 +68,8 @@ class CC_STATE(AfterBTH):
 
 @register
 class NETH(AfterBTH):
-    """MRC NACK Extended Transport Header: ``nack_reason`` (trimmed, trimmed at the last hop, ...), ``nack_psn``
-    and the reflected ``entropy``."""
+    """MRC NACK Extended Transport Header: ``nack_reason`` (trimmed, trimmed at the last hop, ...), ``nack_psn``,
+    the reflected ``entropy`` and the responder's service time (``svc_time``, as in SETH)."""
 
     name = "NETH"
     fields_desc = _prologue() + [
@@ -77,7 +78,7 @@ class NETH(AfterBTH):
         XIntField("entropy", 0),
         XShortField("spdcid", 0),
         XShortField("dpdcid", 0),
-        ByteField("resv8", 0),
+        ByteField("svc_time", 0),
         BitField("nack_psn", 0, 24),
         BitField("cc_type", NETH_DEFAULT_CC_TYPE, 4),
         BitField("cc_flags", 0, 4),
