@@ -276,15 +276,9 @@ def encode(topo, cap: np.ndarray, cap_hdr: np.ndarray, dscp=None) -> list[bytes]
     buf, off = encode_batch(pk, net)
     data = buf.tobytes()
     out = [data[off[k]:off[k + 1]] for k in range(n)]
-    from mrc.wire.trim import header_bytes
-
     for k in np.flatnonzero(trimmed):
+        # never below the packet's headers: a scenario's trimmed size holds its transport's (`scenario.parse_switch`)
         size = int(cap["size"][k])
-        if size < header_bytes(pk, k, net, k):
-            # the switch's trim size (``switch.trim_header_bytes``) cuts into the headers: the wire carries a
-            # truncated frame, and so does the capture (Wireshark marks it malformed)
-            out[k] = out[k][:size]
-            continue
         lasthop = int(cap["trim"][k]) == int(Trim.TRIMMED_LASTHOP)
         mode = EvMode(int(net["ev_mode"][k]))
         out[k] = trim_bytes(out[k], size, lasthop=lasthop, dscp=dscp, ev_mode=EvMode.STEV if mode == EvMode.SRV6 else mode)

@@ -16,7 +16,7 @@ import json
 import pathlib
 import sys
 
-from mrc.cli import subcommands
+from mrc.cli import plural, subcommands
 from mrc.errors import ConfigError
 
 
@@ -123,13 +123,9 @@ def _footer(s: dict) -> str:
 
 def _writable_dir(out: pathlib.Path) -> None:
     """Create the results directory and prove it writable before simulating (so no run's results are lost)."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".mrc-write-check"
-        probe.write_bytes(b"")
-        probe.unlink()
-    except OSError as exc:
-        raise ConfigError("--out", str(out), f"cannot create or write this directory: {exc.strerror or exc}") from None
+    from mrc.emulator.results import writable_dir
+
+    writable_dir(out)
 
 
 def cmd_run(args) -> int:
@@ -160,7 +156,7 @@ def cmd_run(args) -> int:
         print("\n".join(localize.lines(run.localization)))
     if s.get("capture"):
         c = s["capture"]
-        print(f"captured {c['packets']:,} packets on {len(c['ports'])} port(s) into {out / c['file']}"
+        print(f"captured {plural(c['packets'], 'packet')} on {plural(len(c['ports']), 'port')} into {out / c['file']}"
               + (f" ({c['missed']:,} more past the budget of {c['max_packets']:,})" if c["missed"] else ""))
     print(f"results: {out}")
     return 0

@@ -15,8 +15,10 @@ max, slowdown, and the reroute time of the failure) and writes:
 
 - ``DIR/scenario.toml``: the scenario (``mrc emu run DIR/scenario.toml``
   re-runs it with the scenario's transport; ``mrc emu compare`` with others);
-- ``DIR/<transport>/``: each run's results directory (`results.write`);
-- ``DIR/fct_cdf.png``: the FCT CDFs of all transports on one plot;
+- ``DIR/<transport>/``: each run's results directory (`results.write`, its plots but no
+  ``report.html`` of its own);
+- ``DIR/fct_cdf.png``: the FCT CDFs of all transports on one plot; ``DIR/report.html``: the
+  interactive report of all the runs;
 - ``DIR/demo.csv`` (numbers: `summary_table.rows`) and ``DIR/demo.json``: the table.
 
 ``--scale tiny`` (16 hosts, 2 planes, 256 KB flows) and ``small`` (32 hosts)
@@ -143,7 +145,7 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
     for name, params in parsed:  # every transport and its parameters are checked before the first run
         scenario.parse({**scenario_stub(scale), "transport": {**params, "name": name}}, "mrc-demo")
     out = pathlib.Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    results.writable_dir(out)
     base = scenario_dict(scale, seed, parsed[0][0])
     (out / "scenario.toml").write_text(_toml(base))
     sc0 = scenario.parse(json.loads(json.dumps(base)), "mrc-demo")
@@ -160,7 +162,10 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
             echo(f"[{k + 1}/{len(specs)}] {spec}")
         run = sim.Simulation(sc).run(progress=progress)
         cold.done(run.sim["wall_s"])
-        s = results.write(run, out / tspec.dirname(spec), plots_too=plots_too, plot_formats=plot_formats)
+        # no report.html per run: the demo's own (below) has every run's sections (a quarter of a warm demo's
+        # CPU time went into writing the same figures twice)
+        s = results.write(run, out / tspec.dirname(spec), plots_too=plots_too, plot_formats=plot_formats,
+                          report=False)
         summaries[spec] = s
         tables[spec] = metrics.flow_table(run)
     echo(summary_table.text(summaries))
@@ -177,8 +182,6 @@ def run_demo(out, seed: int = 1, transports: str = DEFAULT_TRANSPORTS, scale: st
                                               indent=2, default=results._clean) + "\n")
     _, rows = summary_table.rows(summaries)
     results.write_csv(out / "demo.csv", summary_table.csv_columns(rows))
-    echo("reroute times: fault -> first packet of an affected flow steered away -> 99% of their traffic off "
-         "the failed link -> goodput back (docs/emulator.md)")
     echo(f"results: {out}" + (f" (FCT CDF: {out / 'fct_cdf.png'}; interactive report: {out / 'report.html'})"
                               if plots_too else ""))
     return summaries

@@ -9,6 +9,7 @@ reader gives no upper bound gets one from its unit (`default_max`).
 """
 from __future__ import annotations
 
+import difflib
 import math
 import tomllib
 from typing import Any, Mapping
@@ -66,8 +67,15 @@ class Table:
         if name in self.data:
             return self.data[name]
         if default is _MISSING:
-            raise ConfigError(self.key(name), None, "missing")
+            raise ConfigError(self.key(name), None, "missing" + self._instead(name))
         return default
+
+    def _instead(self, name: str) -> str:
+        """For a missing key's message: a key of the table that nobody has read and is spelled close to it
+        (``size_byte`` for ``size_bytes``), named as what was probably meant."""
+        rest = [k for k in self.data if k not in self.asked and isinstance(k, str)]
+        near = difflib.get_close_matches(name, rest, n=1, cutoff=0.8)
+        return f"; {self.key(near[0])} is given: did you mean {name}?" if near else ""
 
     def int(self, name, default=_MISSING, lo=None, hi=None):
         v = self.raw(name, default)

@@ -144,10 +144,12 @@ def reroute(run) -> list[dict]:
       (100 - ``recovery_pct``) % of its mean over the last 5 windows before the fault (windows
       the failure was watched in), in which it is back above that; 0 if it never fell; null if
       it never came back. Only windows while the failure lasts and at least
-      (100 - ``recovery_pct``) % of the affected flows running at the fault still run, and that
-      end before the first of those flows has received everything (the offered load must be
-      comparable, and a transfer's last window is its end, not a dip). The affected flows, not
-      the whole fabric: a few stalled flows among thousands would not move the fabric's goodput.
+      (100 - ``recovery_pct``) % of the affected flows running at the fault still run, that
+      end before the first of those flows has received everything, and by whose end the affected
+      flows have delivered at most (100 - ``recovery_pct``) % of their bytes (the offered load must
+      be comparable: the last stretch of a transfer drains, its goodput falls in a failure-free run
+      too, and that fall is not the failure's). The affected flows, not the whole fabric: a few
+      stalled flows among thousands would not move the fabric's goodput.
     """
     sc = run.scenario
     out = []
@@ -198,8 +200,11 @@ def reroute(run) -> list[dict]:
                 rd = fl["t_recv_done"][aff & (fl["t_start"] >= 0) & (fl["t_start"] <= at * US)]
                 rd = rd[rd > at * US]
                 first_done = rd.min() / US if len(rd) else np.inf
+                # bytes the affected flows delivered by each window's end (goodput x window), against theirs
+                delivered = np.cumsum(good * (ends - starts) * 125.0)
+                left = delivered <= (1 - X) * float(fl["size"][aff].sum())
                 post = np.flatnonzero((ends > at) & (starts < end) & (running >= (1 - X) * n0)
-                                      & (ends <= first_done))
+                                      & (ends <= first_done) & left)
                 if len(post):
                     r["min_goodput_gbps"] = float(good[post].min())
                     low = post[good[post] < (1 - X) * g0]

@@ -2,9 +2,10 @@
 
 A results writer beside the PNG plots (`plots`), reading only the files of results directories, so
 it opens whatever left them: ``mrc emu run`` (one run), ``mrc emu compare`` and ``mrc demo`` (a
-directory of run directories), a sweep (``DIR/cells/<cell>/`` run directories, its ``sweep.csv``
-shown as a table). Plotly draws it; plotly.js is written into the page once (no server, no
-network). Sections:
+directory of run directories), a sweep (``DIR/cells/<cell>/`` run directories and its table: first
+the medians with their 95 % intervals and a figure per headline metric, then the cells named by
+transport, grid point and seed; `sweeps.report`). Plotly draws it; plotly.js is written into the page
+once (no server, no network). Sections:
 
 - the summary table (per run: flows done, FCT and slowdown percentiles, failures, what the
   controller localised and how fast);
@@ -31,6 +32,7 @@ import pathlib
 
 import numpy as np
 
+from mrc.cli import plural
 from mrc.errors import ConfigError
 
 REPORT_FILE = "report.html"
@@ -96,7 +98,9 @@ class Run:
 
     @property
     def name(self) -> str:
-        return f"{self.label} ({self.transport})" if self.label != self.transport else self.transport
+        if self.label == self.transport or self.label.startswith(self.transport + ","):  # a sweep's cell names it
+            return self.label
+        return f"{self.label} ({self.transport})"
 
 
 def _markers(fig, run: Run, rows=None) -> None:
@@ -358,17 +362,23 @@ def _training_fig(jobs):
     return fig
 
 
-def _sweep_table(d: pathlib.Path) -> str:
-    s = _csv(d / "sweep.csv")
-    if not s:
-        return ""
-    head = list(s)
-    n = len(next(iter(s.values())))
-    rows = ["<h2>Sweep</h2><table class='tbl'><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    for k in range(min(n, 500)):
-        rows.append("<tr>" + "".join(f"<td>{html.escape(s[h][k])}</td>" for h in head) + "</tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
+def _sweep_parts(d: pathlib.Path):
+    """(html before the figures, [(metric, figure)], html after them, {run label: cell name}) of a sweep's
+    directory, or None for a directory that is not a sweep (`sweeps.report`)."""
+    from mrc.emulator.sweeps import report as SR
+
+    if not SR.SweepTable.present(d):
+        return None
+    tab = SR.SweepTable(d)
+    ok = int((tab.df["status"] == "ok").sum()) if "status" in tab.df else len(tab.df)
+    head = [f"<h2>Sweep</h2><p>{plural(len(tab.df), 'cell')}, {ok:,} completed; grid: "
+            f"{html.escape(', '.join(tab.grid) or 'none')}. Medians over the seeds of each transport and grid "
+            "point with bootstrap 95 % confidence intervals (docs/sweeps.md, \"Statistics\"); <i>never</i>: a "
+            "failure that was never rerouted counts as infinitely late.</p>"]
+    if tab.stats is not None:
+        head.append(SR.stats_table(tab.stats, tab.grid))
+    tail = ["<h2>Cells</h2>", SR.cells_table(tab)]
+    return "\n".join(head), SR.metric_figures(tab.stats, tab.grid), "\n".join(tail), tab.names()
 
 
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
@@ -379,15 +389,24 @@ text-align:right}.tbl td:first-child,.tbl th:first-child{text-align:left}h2{marg
 def write(d, out=None, qps=None) -> pathlib.Path:
     """Write ``report.html`` for the results under `d` (a run, a directory of runs, a sweep); returns its path."""
     d = pathlib.Path(d)
-    runs = [Run(label, p) for label, p in find_runs(d)]
+    found = find_runs(d)
+    sweep = _sweep_parts(d)
+    names = sweep[3] if sweep else {}
+    runs = [Run(names.get(label, label), p) for label, p in found]
     out = pathlib.Path(out) if out is not None else d / REPORT_FILE
     scen = sorted({str(r.summary.get("scenario", "?")) for r in runs})
+    seeds = sorted({str(r.summary.get("seed")) for r in runs}, key=lambda s: (len(s), s))
     parts = [f"<h1>MRC emulator report: {html.escape(', '.join(scen))}</h1>",
-             f"<p>{len(runs)} run(s) from <code>{html.escape(d.name)}</code>; seed(s) "
-             f"{html.escape(', '.join(sorted({str(r.summary.get('seed')) for r in runs})))}.</p>",
-             "<h2>Summary</h2>", _summary_table(runs), _sweep_table(d)]
+             f"<p>{plural(len(runs), 'run')} from <code>{html.escape(d.name)}</code>; "
+             f"{'seed' if len(seeds) == 1 else 'seeds'} {html.escape(', '.join(seeds))}.</p>"]
     first = True
-    figs = [("h2", "Flow completion times", _fct_cdf(runs))]
+    figs = []
+    if sweep:
+        parts.append(sweep[0])
+        figs += [("", "", fig) for _, fig in sweep[1]]
+        figs.append(("html", sweep[2], None))
+    figs.append(("html", "<h2>Summary</h2>\n" + _summary_table(runs), None))
+    figs.append(("h2", "Flow completion times", _fct_cdf(runs)))
     tjobs = _training_jobs(runs)
     if tjobs:
         figs.append(("h2", "Training", None))

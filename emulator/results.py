@@ -8,7 +8,8 @@ file                   content
                        keys (outcome, counters, bytes, packets, collectives,
                        failures, engine, fabric, config)
 ``flows.csv``          one row per flow (`metrics.flow_table`); also
-                       ``flows.parquet`` when pyarrow is installed
+                       ``flows.parquet`` (exact values; the CSV files keep the
+                       digits each quantity has, `precision`)
 ``collectives.csv``    one row per collective
 ``timeseries.csv``     the samples: utilisation and queue occupancy per link
                        group, goodput, drops, marks, PFC, per-failure packets,
@@ -42,9 +43,30 @@ import pathlib
 import numpy as np
 
 from mrc.core import dtypes as D
-from mrc.emulator import capture, metrics, plots, training_metrics
+from mrc.emulator import capture, metrics, plots, precision, training_metrics
 from mrc.emulator import state as ST
 from mrc.emulator.sampling import GROUPS
+
+
+def writable_dir(out: pathlib.Path, key: str = "--out") -> bool:
+    """Create the results directory `out` and prove it writable before anything runs (so no run's results are
+    lost at the end); a path that is a file, or a directory that cannot be made or written, is a `ConfigError`
+    naming `key`. Returns whether the directory was created here."""
+    from mrc.errors import ConfigError
+
+    out = pathlib.Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(key, str(out), "cannot create or write this directory: it is a file (give a directory "
+                          "for the results)")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".mrc-write-check"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(key, str(out), f"cannot create or write this directory: {exc.strerror or exc}") from None
+    return created
 
 
 def _clean(v):
@@ -55,28 +77,32 @@ def _clean(v):
     return v
 
 
-def _cells(c) -> list:
-    """A column's values as `csv` writes them: numbers as Python numbers, NaN and None as an empty cell. Numeric
-    numpy columns convert in one call (``tolist``), the same values `_clean` gives one by one: a run sampled for
-    long writes millions of cells (1 s at 5 us: planes.csv, 9.6 M rows on the 131k preset)."""
+def _cells(name: str, c) -> list:
+    """A column's values as `csv` writes them: numbers as Python numbers rounded to the precision of the column's
+    quantity (`precision`: no float noise), NaN and None as an empty cell. Numeric numpy columns convert in one
+    call (``tolist``), the same values `_clean` and `precision.value` give one by one: a run sampled for long writes
+    millions of cells (1 s at 5 us: planes.csv, 9.6 M rows on the 131k preset)."""
     if isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind in "iub":
         return c.tolist()
     if isinstance(c, np.ndarray) and c.ndim == 1 and c.dtype.kind == "f":
+        c = precision.rounded(name, c)
         nan = np.isnan(c)
         if not nan.any():
             return c.tolist()
         v = c.astype(object)
         v[nan] = ""
         return v.tolist()
-    return ["" if (x := _clean(v)) is None else x for v in c]
+    return ["" if (x := _clean(v)) is None else precision.value(name, x) for v in c]
 
 
 def write_csv(path: pathlib.Path, columns: dict) -> None:
+    """`columns` (name -> values) as a CSV file; real numbers with the precision of their quantity
+    (`mrc.emulator.precision`, docs/emulator.md "Numbers in the CSV files")."""
     names = list(columns)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(names)
-        w.writerows(zip(*[_cells(columns[k]) for k in names], strict=True))
+        w.writerows(zip(*[_cells(k, columns[k]) for k in names], strict=True))
 
 
 def _arrow_column(pa, v: np.ndarray):
@@ -100,15 +126,14 @@ def _arrow_column(pa, v: np.ndarray):
     return pa.array(list(v))
 
 
-def write_parquet(path: pathlib.Path, columns: dict) -> bool:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return False
+def write_parquet(path: pathlib.Path, columns: dict) -> None:
+    # pyarrow is a main dependency (pyproject.toml); imported here, not at module level, because it costs
+    # a third of a second and only a run that writes its results needs it
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     names = list(columns)
     pq.write_table(pa.Table.from_arrays([_arrow_column(pa, columns[k]) for k in names], names=names), path)
-    return True
 
 
 # every file `write` may produce: a new run into a directory removes the earlier run's first

@@ -44,7 +44,7 @@ from mrc.emulator.localize import LocalizeConfig
 from mrc.emulator.localize import parse as parse_localize
 from mrc.emulator.keys import Table, host_list, toml_value
 from mrc.emulator.workloads import generators
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 from mrc.fabric import Topology, resolve
 from mrc.units import ps_from_us
 from mrc.wire.dscp import DscpTable
@@ -210,10 +210,11 @@ def check_depth(data, where: str = "scenario") -> None:
             stack.extend((v, depth + 1, f"{path}[{k}]") for k, v in enumerate(node))
 
 
-def decode_toml(raw: bytes, where: str) -> dict:
-    """A TOML document from bytes, strictly: UTF-8 (TOML 1.0 says so), bounded nesting, one-line errors."""
+def decode_toml(raw: bytes | str, where: str) -> dict:
+    """A TOML document from bytes (or text `mrc.errors.read_text` already decoded), strictly: UTF-8 (TOML 1.0
+    says so), bounded nesting, one-line errors."""
     try:
-        text = raw.decode("utf-8")
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         raise ConfigError(where, f"byte {exc.start} (line {line}) = {raw[exc.start:exc.start + 1]!r}",
@@ -245,7 +246,7 @@ def read(source) -> tuple[dict, str, pathlib.Path | None]:
     if size > MAX_FILE_BYTES:
         raise ConfigError("scenario", str(source), f"{size:,} bytes: a scenario file is at most {MAX_FILE_BYTES:,} "
                           "(traffic matrices and traces go in files of their own)")
-    return decode_toml(p.read_bytes(), str(source)), p.stem, p.parent
+    return decode_toml(read_text(p, "scenario"), str(source)), p.stem, p.parent
 
 
 def apply_sets(data: dict, sets) -> dict:
@@ -312,7 +313,7 @@ def parse(data: dict, name: str = "scenario", base_dir=None) -> Scenario:
     tmod = transports.get(tname)
     tparams = times_in_ps(tmod.parse(tt, topo))
     tt.done()
-    sw = parse_switch(top.table("switch", {}), topo, tmod.switch_defaults(tparams))
+    sw = parse_switch(top.table("switch", {}), topo, tmod.switch_defaults(tparams), (tname, tmod.trim_headers(tparams)))
     tmod.check_switch(tparams, sw)
     jobs = parse_workloads(top.raw("workload"), topo, duration, base_dir)
     fl = top.raw("failures", [])
@@ -375,7 +376,9 @@ def check_memory(key: str, value, nbytes: int, max_memory: int | None = None) ->
 # ---------------------------------------------------------------- sections
 
 
-def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
+def parse_switch(t: Table, topo: Topology, tdefaults: dict, headers: tuple[str, int] = ("", 0)) -> SwitchConfig:
+    """The ``[switch]`` table. `headers`: the transport's name and the bytes of the largest header stack of a
+    packet it marks trimmable (`transports` ``trim_headers``): the trimmed size is never below it."""
     d = topo.switch_defaults
     queue = t.int("queue_bytes", d.queue_bytes, lo=1)
     mtu = t.int("mtu_bytes", d.mtu_bytes, lo=64)
@@ -393,7 +396,17 @@ def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
     if xon > xoff:
         raise ConfigError("switch.pfc_xon_bytes", xon, f"above pfc_xoff_bytes = {xoff}")
     headroom = t.int("pfc_headroom_bytes", headroom_default, lo=0)
-    trim_hdr = t.int("trim_header_bytes", d.trim_header_bytes, lo=1)
+    trim = t.bool("trim", tdefaults.get("trim", False))
+    # A trimmed packet keeps its headers: htsim asserts trim_size >= its 64 B header (Packet::strip_payload), UET
+    # 1.0 sets a floor (MIN_TRIM_SIZE, 4.1) and Spectrum-4 trims to 256..1024 B (mrc-public-notes 5). The preset's
+    # size (htsim's 64 B: its header size) applies where it holds the transport's headers, else the trimmed
+    # size is the transport's header stack; a size given below that is refused.
+    tname, floor = headers
+    trim_hdr = t.int("trim_header_bytes", max(d.trim_header_bytes, floor), lo=1)
+    if trim and trim_hdr < floor:
+        raise ConfigError("switch.trim_header_bytes", trim_hdr, f"below the {floor} bytes of headers of a trimmable "
+                          f"{tname} packet (IP, UDP, BTH and its extension headers): a trimmed packet keeps its "
+                          f"headers; give at least {floor}, or leave the key out")
     dscp_t = t.raw("dscp", {})
     if not isinstance(dscp_t, dict):
         raise ConfigError("switch.dscp", dscp_t, "a table of class = code point")
@@ -410,7 +423,7 @@ def parse_switch(t: Table, topo: Topology, tdefaults: dict) -> SwitchConfig:
         ecn_pmax=t.num("ecn_pmax", tdefaults.get("ecn_pmax", 1.0), lo=0, hi=1),
         ecn_mark=t.choice("ecn_mark", ("dequeue", "enqueue"), "dequeue"),
         ecn_last_hop=t.bool("ecn_last_hop", tdefaults.get("ecn_last_hop", d.ecn_on_last_hop)),
-        trim=t.bool("trim", tdefaults.get("trim", False)),
+        trim=trim,
         trim_header_bytes=trim_hdr,
         pfc=pfc,
         pfc_xoff_bytes=xoff,

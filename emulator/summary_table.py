@@ -38,6 +38,25 @@ TRAIN = [("iter_us", "iteration us", 1), ("iter_ideal_us", "ideal us", 1), ("slo
          ("comm_share", "comm share", 3), ("gpu_s_wasted", "GPU-s wasted", 4), ("job_slowdown", "job slowdown", 3)]
 RR = [("failure", "failure", 0), ("kind", "kind", None), ("target", "target", None),
       ("affected_flows", "affected flows", 0), *REROUTE]
+# printed under a table with reroute times (`mrc emu run | compare`, `mrc demo`); docs/emulator.md, "Reroute"
+REROUTE_LEGEND = ("reroute times, us after the failure: steered away = the first packet of an affected flow sent "
+                  "clear of the failed element; 99% off = from then on at most 1 % of their packets go to it; "
+                  "goodput back = their goodput back within recovery_pct of what it was (0: it never fell that far; "
+                  "never: it did not come back, or the traffic was never steered off; -: not measurable) "
+                  "(docs/emulator.md)")
+
+
+def never(reroute: dict) -> set[str]:
+    """The reroute times of one failure that are null because the event never happened (shown as ``never``),
+    as opposed to null because it cannot be measured (``-``): steered away and 99 % off of a failure that
+    affected flows, goodput back of goodput that was measured after the fault (`sweeps.stats` counts the same
+    as +infinity)."""
+    out = set()
+    if (reroute.get("affected_flows") or 0) > 0:
+        out |= {k for k in ("first_steered_away_us", "off_99_us") if reroute.get(k) is None}
+    if reroute.get("goodput_recovered_us") is None and reroute.get("min_goodput_gbps") is not None:
+        out.add("goodput_recovered_us")
+    return out
 
 
 def _worst(values, fn):
@@ -127,15 +146,19 @@ def fmt(v, digits) -> str:
     return f"{v:,.{digits}f}"
 
 
-def render(cols: list, rows_: list[dict]) -> str:
-    """Aligned text: the first column left, the rest right; ``flows done`` shown as ``done/total``."""
+def render(cols: list, rows_: list[dict], nevers: list | None = None) -> str:
+    """Aligned text: the first column left, the rest right; ``flows done`` shown as ``done/total``; a null that
+    means "never" (`never`; `nevers`: one set of keys per row) as ``never``."""
     show = [c for c in cols if c[0] != "flows_total"]
     cells = []
-    for r in rows_:
+    for k_row, r in enumerate(rows_):
+        nv = nevers[k_row] if nevers else set()
         line = []
         for k, _, d in show:
             if k == "flows_done" and "flows_total" in r:
                 line.append(f"{r['flows_done']}/{r['flows_total']}")
+            elif r.get(k) is None and k in nv:
+                line.append("never")
             else:
                 line.append(fmt(r.get(k), d))
         cells.append(line)
@@ -148,13 +171,17 @@ def text(summaries: dict) -> str:
     """Everything `mrc emu run | compare` and `mrc demo` print: the main table, then per job and per failure
     when there is more to say than the main table's columns."""
     cols, main = rows(summaries)
-    out = [render(cols, main)]
+    first = [never((s.get("reroute") or [{}])[0]) for s in summaries.values()]
+    out = [render(cols, main, first)]
     jr = job_rows(summaries)
     if jr:
         out += ["", "per job:", render([("transport", "transport", None), *JOB], jr)]
     rr = reroute_rows(summaries)
     if any(r["failure"] > 0 for r in rr):
-        out += ["", "reroute per failure:", render([("transport", "transport", None), *RR], rr)]
+        per = [never(r) for s in summaries.values() for r in s.get("reroute") or []]
+        out += ["", "reroute per failure:", render([("transport", "transport", None), *RR], rr, per)]
+    if any(c[0] == "goodput_recovered_us" for c in cols):
+        out += [REROUTE_LEGEND]
     return "\n".join(out)
 
 

@@ -66,6 +66,8 @@ def _show(args) -> int:
     print("switches       " + ", ".join(f"{c} {t}" for t, c in zip(tiers, counts))
           + f" per plane; {topo.switches_per_plane * topo.n_planes} in all"
           + (f" (radix {s.radix})" if s.radix else ""))
+    for line in node_names(topo):
+        print(line)
     speeds = [s.link_gbps, *s.fabric_gbps]
     names = ["host-T0", "T0-T1", "T1-T2"][: topo.tiers]
     print("links          " + ", ".join(f"{n} {_gbps(g)} {d:g} ns" for n, g, d in zip(names, speeds, s.link_delay_ns))
@@ -83,6 +85,26 @@ def _show(args) -> int:
     print(f"switch dflt.   queue {d.queue_bytes} B, ECN {d.ecn_min_bytes}..{d.ecn_max_bytes} B, MTU {d.mtu_bytes} B, "
           f"trim to {d.trim_header_bytes} B ({d.source})")
     return 0
+
+
+def _span(first: str, last: str) -> str:
+    return first if first == last else f"{first} .. {last}"
+
+
+def node_names(topo) -> list[str]:
+    """How the nodes and ports of `topo` are named (what ``--switch``, ``[[failures]]`` and ``--capture`` take)."""
+    P = topo.n_planes
+    counts = [topo.n_t0, topo.n_t1, topo.n_t2][: topo.tiers]
+    out = [f"host names     {_span('h0', f'h{topo.n_hosts - 1}')}; NIC ports h<N>:nic0 .. h<N>:nic{P - 1} "
+           "(one per plane)"]
+    tiers = ", ".join(f"T{k}: {_span(f'p0.t{k}.0', f'p0.t{k}.{c - 1}')}" for k, c in enumerate(counts))
+    out.append(f"switch names   {tiers}" + (f" on plane 0; pP.tT.I on plane P (0..{P - 1})" if P > 1 else ""))
+    n = topo.node[topo.switch(0, 0, 0)]
+    out.append(f"port names     <switch>:down<K> (to the tier below), <switch>:up<K> (above), e.g. "
+               f"p0.t0.0:down0 .. p0.t0.0:down{int(n['n_down']) - 1}"
+               + (f", p0.t0.0:up0 .. p0.t0.0:up{int(n['n_up']) - 1}" if int(n["n_up"]) else "")
+               + "; :d<K> / :u<K> for short")
+    return out
 
 
 def _register_show(sub):

@@ -45,7 +45,7 @@ import tomllib
 from fractions import Fraction
 from typing import Any, Mapping
 
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 
 KINDS = ("fat-tree", "leaf-spine")
 KEYS = (
@@ -291,10 +291,10 @@ def resolve(mapping: Mapping[str, Any], where: str = "topology", radix: int | No
 def load_toml(path, where: str = "topology") -> FabricSpec:
     """Read a topology file: either the keys at top level, or a ``[topology]`` table."""
     p = pathlib.Path(path)
+    if not p.is_file():
+        raise ConfigError("file", str(path), "no such file")
     try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError("file", str(path), "no such file") from None
+        data = tomllib.loads(read_text(p, "file"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError("file", str(path), f"not valid TOML: {exc}") from None
     if "topology" in data and isinstance(data["topology"], dict):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import pathlib
+import re
 from typing import Any, Mapping, NamedTuple
 
 import numpy as np
@@ -55,6 +56,9 @@ class FabricArrays(NamedTuple):
     ev_nfields: int
     ev: np.ndarray  # EVF[3]: width, count, shift of plane, choice 1, choice 2
     ev_pad_mask: int
+
+
+_NODE_NAME = re.compile(r"(?P<id>\d+)|h(?P<host>\d+)|p(?P<plane>\d+)\.t(?P<tier>\d+)\.(?P<index>\d+)")
 
 
 class Topology:
@@ -121,23 +125,35 @@ class Topology:
         return f"p{n['plane']}.t{n['tier']}.{n['index']}"
 
     def parse_node(self, text: str) -> int:
-        """Node id from a name (`node_name`) or a number."""
+        """Node id from a name (`node_name`) or a number. A name of the right form that names no node of this
+        fabric is refused with what does exist (``p0.t1.9``: "no such switch: tier T1 has switches 0..7 per
+        plane"), a name of another form with the forms."""
         t = str(text).strip()
-        try:
-            if t.isdigit():
-                n = int(t)
-            elif t.startswith("h") and t[1:].isdigit():
-                n = self._host("host", int(t[1:]))
-            else:
-                p, tier, idx = t.split(".")
-                if not (p.startswith("p") and tier.startswith("t")):
-                    raise ValueError
-                n = self.switch(int(p[1:]), int(tier[1:]), int(idx))
-        except (ValueError, UsageError):
-            raise UsageError(f"node = {text!r}: give a node id (0..{self.n_nodes - 1}), hN or pP.tT.I") from None
-        if not 0 <= n < self.n_nodes:
-            raise UsageError(f"node = {text!r}: node ids are 0..{self.n_nodes - 1}")
-        return n
+        m = _NODE_NAME.fullmatch(t)
+        if m is None:
+            raise UsageError(f"node = {text!r}: give a node id (0..{self.n_nodes - 1}), hN (a host) or pP.tT.I "
+                             "(switch I of tier T on plane P)")
+        if m["id"] is not None:
+            n = int(m["id"])
+            if not 0 <= n < self.n_nodes:
+                raise UsageError(f"node = {text!r}: no such node: node ids are 0..{self.n_nodes - 1}")
+            return n
+        if m["host"] is not None:
+            h = int(m["host"])
+            if not 0 <= h < self.n_hosts:
+                raise UsageError(f"node = {text!r}: no such host: hosts are h0..h{self.n_hosts - 1}")
+            return h
+        plane, tier, idx = int(m["plane"]), int(m["tier"]), int(m["index"])
+        if not 0 <= plane < self.n_planes:
+            raise UsageError(f"node = {text!r}: no such plane: planes are p0..p{self.n_planes - 1}")
+        if not 0 <= tier < self.tiers:
+            raise UsageError(f"node = {text!r}: no such tier: this fabric's switch tiers are "
+                             + ", ".join(f"t{k} (T{k})" for k in range(self.tiers)))
+        count = (self.n_t0, self.n_t1, self.n_t2)[tier]
+        if not 0 <= idx < count:
+            raise UsageError(f"node = {text!r}: no such switch: tier T{tier} has switches 0..{count - 1} per plane "
+                             f"(p{plane}.t{tier}.0 .. p{plane}.t{tier}.{count - 1})")
+        return self.switch(plane, tier, idx)
 
     def port_name(self, port: int) -> str:
         node = int(self.port[port]["node"])

@@ -51,6 +51,11 @@ def deprecated_spelling(group, old: str, new: str, **kw) -> None:
                        default=argparse.SUPPRESS, **kw)
 
 
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 cell``, ``2 cells``, ``1,024 grid points`` (`words`: the plural when it is not `word` + s)."""
+    return f"{n:,} {word if n == 1 else (words or word + 's')}"
+
+
 def subcommands(parser: argparse.ArgumentParser):
     """Make ``parser`` a group: return its sub-parser action.
 
@@ -140,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
         target = getattr(args, "_parser", parser)
         target.print_help()
         return 0 if args.command is None else 2
+    for stream in (sys.stdout, sys.stderr):  # a path given with bytes that are not UTF-8 prints, escaped
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     if args.command in ("emu", "demo", "fabric"):
         _skip_numba_blas_probe()
     try:
@@ -149,6 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        # a file or directory named on the command line (or in a scenario) that cannot be read or written:
+        # the commands name the argument where they check it first; this is the one line for the rest
+        if exc.filename is None:
+            raise
+        print(f"mrc: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

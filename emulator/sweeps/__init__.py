@@ -8,8 +8,8 @@
 Modules: `spec` (the sweep, its cells and keys, ``sweep.toml``), `cell` (one
 cell on a worker, the flat row), `runner` (Dask: cluster, warm-up, faults,
 progress, the table on disk), `table` (the DataFrame, Parquet and CSV),
-`stats` (medians, bootstrap intervals, the printed table), `plots`, `cli`
-(``mrc emu sweep``).
+`stats` (medians, bootstrap intervals, the printed table), `plots`, `report`
+(the sweep's part of ``report.html``), `cli` (``mrc emu sweep``).
 """
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ def sweep(scenario, transports=None, seeds="1-10", grid=(), sets=(), out=None, w
     `scenario`: a TOML file, a library name, a mapping, or a ``sweep.toml``; `transports`: comma-separated specs
     or a list (default: the scenario's); `seeds`: ``"1-10"`` or a list; `grid`: ``["KEY=V1,V2", ...]`` or
     {key: [values]}; `sets`: ``["KEY=VALUE", ...]``; `out`: results directory (``sweep.toml``, the table,
-    ``stats.csv``, ``cells/``, ``plots/``; None: only the returned table); `workers` / `scheduler` / `client`:
+    ``stats.csv``, ``cells/``, ``plots/``, ``report.html``; None: only the returned table); `workers` / `scheduler` / `client`:
     a local cluster of that many processes, an existing cluster's scheduler address, or a dask Client;
     `cell_timeout`: seconds per cell. The statistics are in ``df.attrs["stats"]`` (`stats.summarize`).
     """
     from mrc.emulator.sweeps import runner, spec, stats
+    from mrc.emulator.sweeps import table as TB
 
     sw = spec.make(scenario, transports, seeds, grid, sets, cell_timeout)
     kw = {} if echo is None else {"echo": echo}
@@ -36,12 +37,15 @@ def sweep(scenario, transports=None, seeds="1-10", grid=(), sets=(), out=None, w
     st = stats.summarize(df, list(sw.grid))
     if out is not None:
         out = pathlib.Path(out)
-        st.to_csv(out / "stats.csv", index=False)
+        TB.write_stats(st, out)
         if plots:
             from mrc.emulator.sweeps import plots as P
 
             P.metric_plots(st, list(sw.grid), out / "plots", sw.name)
             P.cdf_plots(df, list(sw.grid), out / "cells", out / "plots", sw.name)
+            from mrc.emulator import report
+
+            report.write(out)
     df.attrs["stats"] = st
     df.attrs["grid"] = list(sw.grid)
     return df

@@ -9,14 +9,15 @@ from __future__ import annotations
 import pathlib
 import sys
 
-from mrc.cli import deprecated_spelling
+from mrc.cli import deprecated_spelling, plural
 
-HELP = "run a scenario over seeds x transports x a parameter grid on Dask: table, medians with 95%% CIs, plots"
+# HELP goes through argparse's %-formatting (the group's listing), DESCRIPTION is printed as it is
+HELP = "run a scenario over seeds x transports x a parameter grid on Dask: table, medians with 95 %% CIs, report"
 DESCRIPTION = ("Run every cell (transport x grid point x seed) of a scenario on a Dask cluster (a local one by "
                "default), write one table (DIR/sweep.parquet, DIR/sweep.csv), each cell's results directory "
-               "(DIR/cells/), DIR/sweep.toml (re-run with `mrc emu sweep DIR/sweep.toml`), and print the median "
-               "and bootstrap 95%% confidence interval of the headline metrics per transport and grid point "
-               "(docs/sweeps.md).")
+               "(DIR/cells/), DIR/sweep.toml (re-run with `mrc emu sweep DIR/sweep.toml`), DIR/report.html and "
+               "DIR/plots/, and print the median and bootstrap 95 % confidence interval of the headline metrics "
+               "per transport and grid point (docs/sweeps.md).")
 
 
 def register(p):
@@ -39,7 +40,7 @@ def register(p):
     p.add_argument("--cell-timeout-s", type=float, help="wall seconds per cell; a cell over it is "
                    "recorded as a timeout")
     deprecated_spelling(p, "--cell-timeout", "--cell-timeout-s", type=float)
-    p.add_argument("--no-plots", action="store_true", help="do not write PNG plots")
+    p.add_argument("--no-plots", action="store_true", help="do not write the PNG plots and report.html")
     p.add_argument("--no-progress", action="store_true", help="no live progress bar (lines instead)")
     p.set_defaults(func=cmd_sweep)
 
@@ -75,9 +76,10 @@ def cmd_sweep(args) -> int:
     print(stats.text(df.attrs["stats"], df.attrs["grid"]))
     bad = df[df["status"] != "ok"]
     if len(bad):
-        print(f"{len(bad)} of {len(df)} cells failed:")
+        print(f"{len(bad):,} of {plural(len(df), 'cell')} failed:")
         for r in bad.head(10).to_dict("records"):
             print(f"  cell {r['cell']} ({r['transport']}, seed {r['seed']}): {r['status']}: {r['error']}")
     print("median [bootstrap 95% CI] over the seeds of each row (docs/sweeps.md, \"Statistics\")")
-    print(f"results: {out} (sweep.parquet, sweep.csv, stats.csv, cells/, plots/)")
+    print(f"results: {out} (sweep.parquet, sweep.csv, stats.csv, cells/"
+          + (", plots/, report.html)" if not args.no_plots else ")"))
     return 0 if not len(bad) else 1

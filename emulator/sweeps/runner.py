@@ -27,6 +27,7 @@ import shutil
 import sys
 import time
 
+from mrc.cli import plural
 from mrc.emulator.sweeps import cell as C
 from mrc.emulator.sweeps import table as TB
 from mrc.emulator.sweeps.spec import Sweep, code_version
@@ -59,6 +60,13 @@ def cluster(workers: int | None = None, scheduler: str | None = None, client=Non
         with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                           silence_logs=40) as lc, Client(lc) as c:
             yield c
+
+
+def writable_dir(out: pathlib.Path) -> bool:
+    """`results.writable_dir` (here so that the driver imports no more than it needs)."""
+    from mrc.emulator.results import writable_dir as _w
+
+    return _w(out)
 
 
 def _clear(out: pathlib.Path) -> None:
@@ -116,7 +124,7 @@ class Progress:
         if self.done == self.total or self.done % step == 0 or now - self.last_line >= 30:
             self.last_line = now
             eta = self.eta_s()
-            self.echo(f"sweep: {self.done}/{self.total} cells, {self.failed} failed, {now:.0f} s"
+            self.echo(f"sweep: {self.done:,}/{plural(self.total, 'cell')}, {self.failed:,} failed, {now:.0f} s"
                       + (f", ETA {eta:.0f} s" if eta is not None and self.done < self.total else ""))
 
     def close(self) -> None:
@@ -148,8 +156,9 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
     out = pathlib.Path(out) if out is not None else None
     keep_files = keep_files and out is not None
     rows: dict[int, dict] = {}
+    created = False
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        created = writable_dir(out)
         if resume:
             old = TB.read(out)
             if old is not None and "key" in old:
@@ -158,12 +167,18 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
                     c = index.get(r.get("key"))
                     if c is not None and r.get("status") == "ok":
                         rows[c.index] = {**r, "cell": c.index}
-        else:
-            _clear(out)
-        (out / "sweep.toml").write_text(SP.dump(sw))
+
+    def begin():
+        """The sweep has started (its cluster is up): the directory holds its definition from now on."""
+        if out is not None:
+            if not resume:
+                _clear(out)
+            (out / "sweep.toml").write_text(SP.dump(sw))
+
     todo = [c for c in cells if c.index not in rows]
-    echo(f"sweep {sw.name}: {len(cells)} cells ({len(sw.transports)} transports x {len(sw.points())} grid points "
-         f"x {len(sw.seeds)} seeds), {len(rows)} already done, {len(todo)} to run")
+    echo(f"sweep {sw.name}: {plural(len(cells), 'cell')} ({plural(len(sw.transports), 'transport')} x "
+         f"{plural(len(sw.points()), 'grid point')} x {plural(len(sw.seeds), 'seed')}), {len(rows):,} already done, "
+         f"{len(todo):,} to run")
     if first is not None:
         from mrc.emulator import metrics, summary_table
 
@@ -183,13 +198,23 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
         return {"cell": c.index, "key": c.key, "scenario": sw.name, "transport": c.transport, **dict(c.point),
                 "seed": c.seed}
 
-    if todo:
-        with cluster(workers, scheduler, client) as cl:
+    if not todo:
+        begin()
+    else:
+        with contextlib.ExitStack() as stack:
+            try:
+                cl = stack.enter_context(cluster(workers, scheduler, client))
+                addrs = list(cl.scheduler_info()["workers"])
+                echo(f"dask: {plural(len(addrs), 'worker')} ({'scheduler ' + scheduler if scheduler else 'local cluster' if client is None else 'client given'})")
+                warming = _warm(cl, addrs, echo)  # noqa: F841  (held until the cells are done)
+            except BaseException:
+                if created:  # a sweep that never started leaves no directory behind
+                    with contextlib.suppress(OSError):
+                        out.rmdir()
+                raise
+            begin()
             from distributed import as_completed
 
-            addrs = list(cl.scheduler_info()["workers"])
-            echo(f"dask: {len(addrs)} workers ({'scheduler ' + scheduler if scheduler else 'local cluster' if client is None else 'client given'})")
-            warming = _warm(cl, addrs, echo)  # noqa: F841  (held until the cells are done)
             files = sw.files()
             shared = cl.scatter(files, broadcast=True) if files else {}
             futs = {}
@@ -217,7 +242,7 @@ def execute(sw: Sweep, out=None, workers=None, scheduler=None, client=None, resu
                 for f in futs:
                     f.cancel()
                 flush(force=True)
-                echo(f"sweep interrupted: {len(rows)} of {len(cells)} cells in the table"
+                echo(f"sweep interrupted: {len(rows):,} of {plural(len(cells), 'cell')} in the table"
                      + (f" ({out / TB.PARQUET}); --resume runs the rest" if out is not None else ""))
                 raise
             bar.close()

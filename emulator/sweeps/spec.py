@@ -26,7 +26,7 @@ import tomllib
 from mrc.emulator import scenario
 from mrc.emulator.keys import toml_value
 from mrc.emulator.transports import spec as tspec
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 
 RESERVED_GRID = {"seed": "--seeds", "transport.name": "--transports", "name": "the scenario"}
 
@@ -253,7 +253,7 @@ def dump(sw: Sweep) -> str:
 def load(path) -> Sweep:
     """A `Sweep` from its ``sweep.toml``."""
     p = pathlib.Path(path)
-    d = scenario.decode_toml(p.read_bytes(), str(path))
+    d = scenario.decode_toml(read_text(p, "sweep"), str(path))
     s = d.get("sweep")
     if not isinstance(s, dict) or not isinstance(d.get("scenario"), dict):
         raise ConfigError("sweep", str(path), "a sweep file has [sweep] and [scenario] tables")

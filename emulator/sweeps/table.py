@@ -42,8 +42,34 @@ def write(df, out: pathlib.Path) -> None:
     _arrow_safe(df).to_parquet(tmp, index=False)
     os.replace(tmp, out / PARQUET)
     tmp = out / f".{CSV}.tmp"
-    df.to_csv(tmp, index=False)
+    rounded(df).to_csv(tmp, index=False)
     os.replace(tmp, out / CSV)
+
+
+def rounded(df):
+    """A copy of `df` with each real number rounded to its column's precision (`mrc.emulator.precision`): what the
+    CSV files hold (Parquet keeps the exact values)."""
+    from mrc.emulator import precision
+
+    df = df.copy()
+    for c in df.columns:
+        if df[c].dtype.kind == "f":
+            df[c] = precision.rounded(c, df[c].to_numpy())
+        elif df[c].dtype == object:
+            df[c] = [precision.value(c, v) for v in df[c]]
+    return df
+
+
+def write_stats(st, out: pathlib.Path) -> None:
+    """``stats.csv``: the statistics (`stats.summarize`), each row's median and interval rounded to the precision
+    of its metric."""
+    from mrc.emulator import precision
+
+    st = st.copy()
+    for c in ("median", "ci_low", "ci_high"):
+        if c in st:
+            st[c] = [precision.value(m, float(v)) for m, v in zip(st["metric"], st[c])]
+    st.to_csv(pathlib.Path(out) / "stats.csv", index=False)
 
 
 def _arrow_safe(df):

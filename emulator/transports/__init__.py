@@ -5,7 +5,8 @@ Each transport is a compiled module (`roce` with `dcqcn`; `mrcqp` with
 `mrc_setup`, one `Variant` per MRC transport: ``mrc``, ``mrc-1ev``,
 ``spray``, ``reps``, ``ar``) exposing ``NAME``, ``DESCRIPTION``,
 ``parse(table, topo) -> params``, ``switch_defaults(params)``,
-``check_switch(params, switch)`` and ``setup(topo, flows, params, switch,
+``trim_headers(params)`` (bytes of the largest header stack of a packet it marks trimmable, 0 for
+none: a trimmed packet keeps at least that), ``check_switch(params, switch)`` and ``setup(topo, flows, params, switch,
 rng, switch_latency_ps) -> (EP rows, Transports fields, ideal FCT per flow)``,
 ``memory(topo, flows, params) -> bytes`` (what ``setup`` will allocate, counted without
 allocating: `emulator.memory`), and optionally ``collect(T) -> dict`` (what the results keep of its state).

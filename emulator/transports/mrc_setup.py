@@ -131,7 +131,8 @@ from mrc.fabric.ecmp import ecmp_route
 from mrc.fabric.paths import MAX_ROUTE_PORTS, ev_route
 from mrc.fabric.presets import base_rtt_ps
 from mrc.units import US, serialization_ps
-from mrc.wire.constants import Opcode
+from mrc.wire.constants import ICRC_LEN, Opcode
+from mrc.wire.layout import H_NO_PAYLOAD, HEADER_TABLE
 
 IP_UDP_BYTES = 40 + 40 + 8  # outer IPv6 (the SRv6 carrier), inner IPv6, UDP (mrc-public-notes 2.1)
 BTH_ICRC_BYTES = 12 + 4
@@ -151,6 +152,15 @@ def header_sizes() -> np.ndarray:
     return out
 
 
+def trim_headers() -> int:
+    """Bytes from the first IP header to the end of the largest header stack of an MRC data packet (the kinds that
+    carry payload, so a switch may trim them), without the ICRC a trimmed packet loses: outer and inner IPv6, UDP,
+    BTH, METH, TSETH, RETH and ImmDt, 128 B."""
+    hdr = header_sizes()
+    data = [int(op) for op in Opcode if hdr[int(op)] and not HEADER_TABLE[int(op)] & H_NO_PAYLOAD]
+    return max(int(hdr[op]) for op in data) - ICRC_LEN
+
+
 class Variant:
     """One named MRC transport (the registry entry): its policy and forwarding."""
 
@@ -165,6 +175,11 @@ class Variant:
 
     def switch_defaults(self, p: dict) -> dict:
         return {"pfc": False, "ecn_last_hop": False, "trim": True}
+
+    def trim_headers(self, p: dict) -> int:
+        """Bytes (from the first IP header) of the largest header stack of a data packet (what a trimmed packet
+        keeps at least: `trim_headers`)."""
+        return trim_headers()
 
     def check_switch(self, p: dict, sw) -> None:
         if sw.pfc:

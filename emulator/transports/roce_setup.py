@@ -158,6 +158,15 @@ def switch_defaults(p: dict) -> dict:
     return d
 
 
+def trim_headers(p: dict) -> int:
+    """Bytes (from the first IP header) of the largest header stack of a packet this transport marks trimmable:
+    IPv6, UDP, BTH and RETH of a WRITE FIRST / ONLY (no ICRC: a trimmed packet has none); 0 when its data is
+    marked not trimmable (the default)."""
+    from mrc.wire.constants import ICRC_LEN
+
+    return roce.HDR_BYTES - ICRC_LEN + roce.RETH_BYTES if p["trimmable"] else 0
+
+
 def check_switch(p: dict, sw) -> None:
     from mrc.errors import ConfigError
     if p["lossless"] and not sw.pfc:

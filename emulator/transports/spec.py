@@ -2,6 +2,8 @@
 
     >>> parse("roce-ecmp:lossless=false")
     ('roce-ecmp', {'lossless': False})
+    >>> split("roce-ecmp:lossless=false,dcqcn=false,mrc:ev_count=[8,16]")
+    ['roce-ecmp:lossless=false:dcqcn=false', 'mrc:ev_count=[8,16]']
     >>> apply({"transport": {"name": "roce-ecmp", "mtu": 1024}}, "roce-ecmp:lossless=false")["transport"]
     {'name': 'roce-ecmp', 'mtu': 1024, 'lossless': False}
 
@@ -22,7 +24,7 @@ from mrc.errors import ConfigError
 def parse(spec: str, where: str = "--transports", commas: bool = False) -> tuple[str, dict]:
     """(name, parameters) of a spec; with `commas`, parameters may also be separated by commas
     (``--transport name:k=v,k=v``, where no list of transports is being split)."""
-    parts = re.split(r"[:,]" if commas else ":", spec.strip())
+    parts = [p for piece in (_pieces(spec.strip()) if commas else [spec.strip()]) for p in piece.split(":")]
     name = parts[0].strip()
     if not name:
         raise ConfigError(where, spec, "empty transport name")
@@ -37,9 +39,44 @@ def parse(spec: str, where: str = "--transports", commas: bool = False) -> tuple
     return name, params
 
 
+def _pieces(text: str) -> list[str]:
+    """`text` cut at the commas outside brackets and quotes (a TOML value such as ``[8, 16]`` stays whole)."""
+    out, cur, depth, quote = [], [], 0, ""
+    for ch in text:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == "," and depth <= 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return out
+
+
 def split(specs: str, where: str = "--transports") -> list[str]:
-    """The specs of a comma-separated list (at least one)."""
-    out = [s.strip() for s in specs.split(",") if s.strip()]
+    """The specs of a comma-separated list (at least one). A piece that is ``key=value`` (an ``=`` before any
+    ``:``) is one more parameter of the spec before it, so ``--transports`` takes what ``--transport`` takes:
+    ``roce-ecmp:lossless=false,dcqcn=false,mrc`` is two specs, ``roce-ecmp:lossless=false:dcqcn=false`` and
+    ``mrc``."""
+    out: list[str] = []
+    for piece in (p.strip() for p in _pieces(specs)):
+        if not piece:
+            continue
+        eq, colon = piece.find("="), piece.find(":")
+        if eq >= 0 and (colon < 0 or eq < colon):
+            if not out:
+                raise ConfigError(where, specs, f"{piece!r}: a parameter before any transport name (write "
+                                  "name:key=value,key=value)")
+            out[-1] += ":" + piece
+        else:
+            out.append(piece)
     if not out:
         raise ConfigError(where, specs, "give at least one transport")
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 
 
 @dataclasses.dataclass
@@ -181,10 +181,6 @@ def parse(text: str, name: str = "<cm>") -> ConnectionMatrix:
 
 def load(path) -> ConnectionMatrix:
     p = pathlib.Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError("workload.file", str(path), f"not UTF-8 text (byte {exc.start})") from None
-    except FileNotFoundError:
-        raise ConfigError("workload.file", str(path), "no such file") from None
-    return parse(text, p.name)
+    if not p.is_file():
+        raise ConfigError("workload.file", str(path), "no such file")
+    return parse(read_text(p, "workload.file"), p.name)

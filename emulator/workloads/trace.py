@@ -34,7 +34,7 @@ from mrc.emulator import scenarios
 from mrc.emulator.keys import Table
 from mrc.emulator.workloads import collectives as CO
 from mrc.emulator.workloads.training import NCCL_CHUNK_BYTES, Group, JobGraph
-from mrc.errors import ConfigError
+from mrc.errors import ConfigError, read_text
 from mrc.units import ps_from_us
 
 OPS = ("allreduce", "alltoall", "send")
@@ -168,10 +168,9 @@ def _text(p: pathlib.Path, key: str) -> str:
 
 def load(path, key: str = "workload.file") -> Trace:
     p = pathlib.Path(path)
-    try:
-        return parse(_text(p, key), p.name)
-    except FileNotFoundError:
-        raise ConfigError(key, str(path), "no such file") from None
+    if not p.is_file():
+        raise ConfigError(key, str(path), "no such file")
+    return parse(read_text(p, key), p.name)
 
 
 def parse_keys(t: Table, n: int, base_dir) -> dict:

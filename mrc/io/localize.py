@@ -55,27 +55,69 @@ def netem(fab, port: int, loss_pct: float, on: bool) -> list[str]:
     where = []
     for q in (port, int(t.port[port]["peer"])):
         ns, dev = fab.ns(int(t.port[q]["node"])), ifname(t, q)
-        table = f"mrcloss_{dev}"
         if not on:
-            subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
-            subprocess.run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", table], capture_output=True)
+            loss_off(ns, dev)
             where.append(f"{ns}:{dev}")
-            continue
-        r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
-                            f"{loss_pct}%"], capture_output=True, text=True)
-        if r.returncode == 0:
-            where.append(f"{ns}:{dev} (tc netem)")
-            continue
-        ppm = int(round(loss_pct * 10_000))
-        script = (f"add table netdev {table}\n"
-                  f"add chain netdev {table} egress {{ type filter hook egress device \"{dev}\" priority 0; }}\n"
-                  f"add rule netdev {table} egress numgen random mod 1000000 < {ppm} drop\n")
-        r2 = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=script, capture_output=True, text=True)
-        if r2.returncode != 0:
-            raise UsageError(f"random loss on {ns}:{dev}: tc netem failed ({r.stderr.strip()}) and so did nftables "
-                             f"({r2.stderr.strip() or 'nft missing'}); install iproute2's tc with netem, or nftables")
-        where.append(f"{ns}:{dev} (nftables egress, the kernel has no netem)")
+        else:
+            where.append(f"{ns}:{dev} ({loss_on(ns, dev, loss_pct)})")
     return where
+
+
+def loss_on(ns: str, dev: str, loss_pct: float) -> str:
+    """Random loss of `loss_pct` % on the egress of `dev` in namespace `ns`: ``tc netem``, else an nftables rule on
+    the egress hook; returns which. `UsageError` (saying what to install) when neither works here."""
+    import shutil
+
+    r = subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
+                        f"{loss_pct}%"], capture_output=True, text=True)
+    if r.returncode == 0:
+        return "tc netem"
+    if shutil.which("nft") is None:
+        raise UsageError(f"random loss on {ns}:{dev}: tc netem failed ({r.stderr.strip() or 'tc missing'}) and "
+                         "nftables is not installed; install iproute2's tc with netem (CONFIG_NET_SCH_NETEM), or "
+                         "nftables")
+    table = f"mrcloss_{dev}"
+    ppm = int(round(loss_pct * 10_000))
+    script = (f"add table netdev {table}\n"
+              f"add chain netdev {table} egress {{ type filter hook egress device \"{dev}\" priority 0; }}\n"
+              f"add rule netdev {table} egress numgen random mod 1000000 < {ppm} drop\n")
+    r2 = subprocess.run(["ip", "netns", "exec", ns, "nft", "-f", "-"], input=script, capture_output=True, text=True)
+    if r2.returncode != 0:
+        raise UsageError(f"random loss on {ns}:{dev}: tc netem failed ({r.stderr.strip()}) and so did nftables "
+                         f"({r2.stderr.strip()}); install iproute2's tc with netem, or nftables")
+    return "nftables egress, the kernel has no netem"
+
+
+def loss_off(ns: str, dev: str) -> None:
+    subprocess.run(["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", dev, "root"], capture_output=True)
+    subprocess.run(["ip", "netns", "exec", ns, "nft", "delete", "table", "netdev", f"mrcloss_{dev}"],
+                   capture_output=True)
+
+
+def random_loss_unavailable(probe: str = "mrclossprobe") -> str | None:
+    """None if `loss_on` works on this machine (root, namespaces, and tc netem or nftables), else why not: tried on
+    a veth pair in a scratch namespace, removed afterwards."""
+    import os
+    import shutil
+
+    if shutil.which("ip") is None:
+        return "iproute2's `ip` is not installed"
+    ns = f"{probe}{os.getpid() % 100000}"
+    r = subprocess.run(["ip", "netns", "add", ns], capture_output=True, text=True)
+    if r.returncode:
+        return f"network namespaces: {r.stderr.strip() or 'ip netns add failed'}"
+    try:
+        r = subprocess.run(["ip", "-n", ns, "link", "add", "lp0", "type", "veth", "peer", "name", "lp1"],
+                           capture_output=True, text=True)
+        if r.returncode:
+            return f"veth: {r.stderr.strip()}"
+        try:
+            loss_on(ns, "lp0", 1.0)
+        except UsageError as exc:
+            return str(exc)
+        return None
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 OUTAGE_US = 200_000.0  # software endpoints: an EV still ASSUMED_BAD after 200 ms (100 probe intervals) is an outage

@@ -1,4 +1,4 @@
-"""`mrc pcap samples FILE` and `mrc pcap decode FILE [--json]`."""
+"""`mrc pcap samples FILE`, `mrc pcap decode FILE [--json]` and `mrc pcap dissector` (the Lua dissector's path)."""
 from __future__ import annotations
 
 import argparse
@@ -6,7 +6,7 @@ import ipaddress
 import json
 import sys
 
-from mrc.cli import subcommands
+from mrc.cli import plural, subcommands
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +35,42 @@ def register(parser: argparse.ArgumentParser) -> None:
     d.add_argument("--no-verify-icrc", action="store_true", help="do not check the ICRC")
     d.add_argument("--any-port", action="store_true", help="decode any UDP destination port, not only 4791")
     d.set_defaults(func=_decode)
+    w = sub.add_parser(
+        "dissector",
+        help="print the path of the Wireshark Lua dissector shipped in the package",
+        description="Print the path of the MRC Lua dissector installed with the package, for "
+        "`tshark -X lua_script:$(mrc pcap dissector) -o udp.try_heuristic_first:TRUE -r FILE -O mrc` "
+        "(or copy it into your Wireshark plugins folder). docs/wire.md, \"Wireshark\".",
+    )
+    w.set_defaults(func=_dissector)
+
+
+def dissector_path():
+    """The Lua dissector shipped in the package (a file on disk for an ordinary install)."""
+    from importlib import resources
+
+    return resources.files("mrc.wire") / "dissector" / "mrc.lua"
+
+
+def _dissector(args) -> int:
+    print(dissector_path())
+    return 0
+
+
+def _input_file(path: str, what: str = "FILE") -> None:
+    """Refuse, in one line naming it, an input file that does not exist or cannot be read."""
+    import os
+    import pathlib
+
+    from mrc.errors import ConfigError
+
+    p = pathlib.Path(path)
+    if not p.exists():
+        raise ConfigError(what, path, "no such file")
+    if p.is_dir():
+        raise ConfigError(what, path, "a directory, not a capture file")
+    if not os.access(p, os.R_OK):
+        raise ConfigError(what, path, "not readable (permission denied)")
 
 
 def _samples(args) -> int:
@@ -45,7 +81,10 @@ def _samples(args) -> int:
     if args.trim_size < 1:
         raise ConfigError("--trim-size", args.trim_size, "must be a positive number of bytes")
     items = samples(trim_size=args.trim_size)
-    write_pcap(args.file, [data for _, data in items])
+    try:
+        write_pcap(args.file, [data for _, data in items])
+    except OSError as exc:
+        raise ConfigError("FILE", args.file, f"cannot write it: {exc.strerror or exc}") from None
     kinds = len({label.split(" ", 1)[1] for label, _ in items})
     print(f"wrote {len(items)} packets ({kinds} kinds x EV modes STEV, UDP, SRv6, SRv6+SRH) to {args.file}")
     return 0
@@ -139,16 +178,32 @@ def _fmt(key: str, v: int) -> str:
     return str(v)
 
 
+def _records(it, path: str):
+    """The file's records; a file that is no capture at all (its header unreadable) is a one-line error naming it."""
+    from mrc.errors import ConfigError
+    from mrc.wire.errors import DecodeError
+
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except DecodeError as exc:
+            raise ConfigError("FILE", path, str(exc)) from None
+        yield item
+
+
 def _decode(args) -> int:
     from mrc.wire.codec import decode
     from mrc.wire.constants import EvMode
     from mrc.wire.errors import DecodeError
     from mrc.wire.pcapng import read_packets
 
+    _input_file(args.file)
     mode = EvMode.UDP if args.ev_mode == "udp" else EvMode.STEV
     bad = total = 0
     out = sys.stdout
-    for index, t, data, iface in read_packets(args.file):
+    for index, t, data, iface in _records(read_packets(args.file), args.file):
         total += 1
         try:
             if isinstance(data, DecodeError):
@@ -173,5 +228,5 @@ def _decode(args) -> int:
                 first += f"  [{iface} at {t / 1000:.3f} us]" if t is not None else f"  [{iface}, no time]"
             out.write(first + "\n" + rest + "\n")
     if not args.json:
-        out.write(f"{total} packets, {total - bad} decoded, {bad} malformed\n")
+        out.write(f"{plural(total, 'packet')}, {total - bad:,} decoded, {bad:,} malformed\n")
     return 1 if bad else 0

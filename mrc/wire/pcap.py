@@ -95,7 +95,8 @@ def read_pcap(path: str | os.PathLike) -> Iterator[tuple[int, int, bytes | Decod
         elif magic_be in (MAGIC_US, MAGIC_NS):
             endian, magic = ">", magic_be
         else:
-            raise DecodeError("pcap", "magic", "not a classic pcap file (pcapng is not read)")
+            raise DecodeError("pcap", "magic", f"neither a pcap nor a pcapng file (it starts {head[:4].hex()}; a pcap "
+                              "starts a1b2c3d4 or a1b23c4d either way round, a pcapng 0a0d0d0a)")
         snaplen, linktype = struct.unpack(endian + "II", head[16:24])
         linktype &= 0xFFFF
         # a record is at most the file's snap length, and never beyond libpcap's 262,144-byte maximum

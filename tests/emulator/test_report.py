@@ -178,6 +178,64 @@ def test_training_section_in_headless_chromium(training_runs, tmp_path):
     assert ideal == [pytest.approx([x["ideal_us"] for x in sums["healthy"]["iterations"]])]
 
 
+def _sweep_from_runs(runs, d):
+    """A sweep's directory made of the module's runs: two seeds per transport (copies), its table as
+    `mrc emu sweep` writes it."""
+    import json
+
+    from mrc.emulator.sweeps import cell
+    from mrc.emulator.sweeps import table as TB
+
+    rows = []
+    for t in ("mrc", "roce-ecmp"):
+        for seed in (1, 2):
+            k = len(rows)
+            res = f"cells/{k:05d}-{'abcdef0123456789'[k] * 16}"
+            shutil.copytree(runs / t, d / res)
+            s = json.loads((d / res / "summary.json").read_text())
+            rows.append({"cell": k, "key": res[-16:], "scenario": "test", "transport": t, "seed": seed, "status": "ok",
+                         "results": res, "cell_s": 0.5 + k / 3, **cell.flatten(s)})
+    TB.write(TB.frame(rows, []), d)
+    return d
+
+
+def test_report_of_a_sweep_names_cells_and_puts_the_statistics_first(runs, tmp_path):
+    page = report.write(_sweep_from_runs(runs, tmp_path / "sw")).read_text()
+    body = page[page.index("<body>"):]
+    assert "id='sweep-stats'" in body[body.index("<table"):body.index("<table") + 60]
+    for t in ("mrc", "roce-ecmp"):
+        for seed in (1, 2):
+            assert f"<td>{t}, seed {seed}</td>" in body  # in the cells table
+            assert f"{t}, seed {seed}: " in body  # the FCT CDF's legend
+    assert ">cells/0" not in body and "Run mrc, seed 1" in body
+
+
+@pytest.mark.skipif(CHROMIUM is None or DRIVER is None,
+                    reason="Chromium not installed (Debian packages `chromium` and `chromium-driver`)")
+def test_sweep_report_in_headless_chromium(runs, tmp_path):
+    """A sweep's report in Chromium: no console error, every figure drawn, the statistics table the first thing
+    after the title and its summary, the metric figures' y axes as the values ask (log where they span decades)."""
+    page = report.write(_sweep_from_runs(runs, tmp_path / "sw"))
+    drv = _browser()
+    try:
+        drv.set_page_load_timeout(60)
+        drv.get(page.resolve().as_uri())
+        first_table = drv.execute_script("return document.querySelector('table').id")
+        n_plots = drv.execute_script("return document.querySelectorAll('.js-plotly-plot').length")
+        drawn = drv.execute_script(
+            "return Array.from(document.querySelectorAll('.js-plotly-plot')).filter("
+            "d => d.querySelector('svg.main-svg') && d.getBoundingClientRect().height > 100).length")
+        above = drv.execute_script("const t = document.getElementById('sweep-stats').getBoundingClientRect().top;"
+                                   "return Array.from(document.querySelectorAll('.js-plotly-plot')).every("
+                                   "d => d.getBoundingClientRect().top > t)")
+        errors = [e for e in drv.get_log("browser") if e["level"] == "SEVERE"]
+    finally:
+        drv.quit()
+    assert not errors, errors
+    assert first_table == "sweep-stats" and above
+    assert n_plots >= 5 and drawn == n_plots
+
+
 def _assert_screenshot(path):
     from PIL import Image
 

@@ -240,12 +240,14 @@ def test_the_emu_command_imports_only_what_it_runs(tmp_path):
 
 def test_write_csv_writes_what_the_cell_by_cell_conversion_writes(tmp_path):
     """`results.write_csv` converts numeric columns in one call; the bytes are those of writing each value
-    through `results._clean` (NaN and None: an empty cell), for every column kind a run writes."""
+    through `results._clean` (NaN and None: an empty cell) and `precision.value` (the digits of the column's
+    quantity), for every column kind a run writes."""
     import pytest
 
-    from mrc.emulator import results
+    from mrc.emulator import precision, results
 
     cols = {"f": np.array([0.1, np.nan, 1e300, -0.0, np.inf, 3.0]), "f_nonan": np.linspace(0, 1, 6),
+            "t_us": np.array([114.32061120000003, 1e-7, 2.5e6, np.nan, 0.0, 1 / 3]),
             "f32": np.array([0.1, 2, 3, 4, 5, np.nan], np.float32), "i": np.arange(-3, 3),
             "u": np.arange(6, dtype=np.uint8), "b": np.array([True, False] * 3),
             "s": np.array(["a", "b,c", "d\"e", "", "x", "y"], dtype=object),
@@ -255,7 +257,7 @@ def test_write_csv_writes_what_the_cell_by_cell_conversion_writes(tmp_path):
         w = csv.writer(f)
         w.writerow(list(cols))
         for i in range(6):
-            w.writerow(["" if (x := results._clean(c[i])) is None else x for c in cols.values()])
+            w.writerow(["" if (x := results._clean(c[i])) is None else precision.value(k, x) for k, c in cols.items()])
     assert (tmp_path / "new.csv").read_bytes() == (tmp_path / "ref.csv").read_bytes()
     with pytest.raises(ValueError):
         results.write_csv(tmp_path / "bad.csv", {"a": np.arange(3), "b": np.arange(2)})

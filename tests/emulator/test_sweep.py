@@ -15,16 +15,14 @@ import threading
 import time
 
 import numpy as np
+import pandas as pd
 import pytest
 
-pytest.importorskip("distributed")
-pd = pytest.importorskip("pandas")
-
-from mrc.cli import main  # noqa: E402
-from mrc.emulator import metrics  # noqa: E402
-from mrc.emulator.sweeps import cell, spec, stats  # noqa: E402
-from mrc.emulator.sweeps import table as TB  # noqa: E402
-from mrc.errors import ConfigError  # noqa: E402
+from mrc.cli import main
+from mrc.emulator import metrics
+from mrc.emulator.sweeps import cell, spec, stats
+from mrc.emulator.sweeps import table as TB
+from mrc.errors import ConfigError
 
 TINY = ('name = "tiny"\nseed = 1\n[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 2\nleaves = 2\nspines = 2\n'
         'link_gbps = 100\n[transport]\nname = "roce-ecmp"\n[workload]\nkind = "permutation"\nsize_bytes = 20000\n')
@@ -318,6 +316,14 @@ def test_bad_sweep_arguments_exit_2_naming_them(tmp_path, capsys):
     assert main(["emu", "sweep", str(p), "--cell-timeout-s", "-1", "--out", str(tmp_path / "o")]) == 2
     assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
     assert "--scheduler tcp://127.0.0.1:9" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()  # a sweep that never started leaves no directory (no stray sweep.toml)
+    # an earlier sweep's directory is left as it was
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "sweep.toml").write_text("# an earlier sweep\n")
+    (tmp_path / "o" / "sweep.csv").write_text("cell\n0\n")
+    assert main(["emu", "sweep", str(p), "--scheduler", "tcp://127.0.0.1:9", "--out", str(tmp_path / "o")]) == 2
+    assert (tmp_path / "o" / "sweep.toml").read_text() == "# an earlier sweep\n"
+    assert (tmp_path / "o" / "sweep.csv").is_file()
 
 
 def test_hostile_sweep_files_and_input_files_are_refused(tmp_path, capsys):
@@ -333,3 +339,117 @@ def test_hostile_sweep_files_and_input_files_are_refused(tmp_path, capsys):
         cell._materialise({"../../escape.cm": b"Nodes 2\n"})
     res = cell.run_cell({"data": {"name": "x"}, "name": "x", "files": {"/abs.cm": b""}, "code_version": None})
     assert res["row"]["status"] == "error" and "not a relative path" in res["row"]["error"]
+
+
+# ---------------------------------------------------------------- what a sweep writes for a reader
+
+FAILURE = TINY + '[[failures]]\nkind = "link-down"\nat_us = 5\nlink = ["p0.t0.0", "p0.t1.0"]\n'
+
+
+@pytest.fixture(scope="module")
+def failure_sweep(tmp_path_factory, scheduler):
+    """RoCE (lossy, routing repairs after 1 ms) and MRC around a link failure, three seeds."""
+    d = tmp_path_factory.mktemp("fsw")
+    p = d / "tiny.toml"
+    p.write_text(FAILURE.replace("size_bytes = 20000", "size_bytes = 2000000"))
+    assert main(["emu", "sweep", str(p), "--transports", "mrc,roce-ecmp:lossless=false", "--seeds", "1-3",
+                 "--scheduler", scheduler, "--out", str(d / "sw"), "--no-progress"]) == 0
+    return d / "sw"
+
+
+def test_the_sweep_writes_a_report_with_the_statistics_first(failure_sweep):
+    """report.html: the medians with their intervals before anything else, every cell named by transport, grid
+    point and seed (no hash), values rounded as on screen; `mrc emu report` of the sweep writes the same page."""
+    import re
+
+    page = (failure_sweep / "report.html").read_text()
+    body = page[page.index("<body>"):]
+    first_table = body.index("<table")
+    assert "id='sweep-stats'" in body[first_table:first_table + 60]  # the statistics come first
+    assert first_table < body.index("Plotly.newPlot") < body.index("id='sweep-cells'")
+    df = pd.read_parquet(failure_sweep / "sweep.parquet")
+    cells = body[body.index("id='sweep-cells'"):]
+    cells = cells[:cells.index("</table>")]
+    for r in df.to_dict("records"):
+        assert f"<td>{r['transport']}, seed {r['seed']}</td>" in cells
+    shown = re.sub(r"<[^>]+>", " ", cells)
+    assert "cells/0" not in shown  # the directories are links, not names
+    stats_html = body[body.index("id='sweep-stats'"):]
+    stats_html = stats_html[:stats_html.index("</table>")]
+    assert not re.search(r"\d\.\d{3,}", re.sub(r"<[^>]+>", " ", stats_html))  # rounded: at most 2 decimals
+    st = stats.summarize(df, [])
+    row = st[(st["transport"] == "mrc") & (st["metric"] == "fct_us_p99")].iloc[0]
+    assert stats.cell_text(row["median"], row["ci_low"], row["ci_high"]) in stats_html
+    assert (failure_sweep / "plots" / "by-transport.png").stat().st_size > 1000
+    again = failure_sweep / "again.html"
+    assert main(["emu", "report", str(failure_sweep), "--out", str(again)]) == 0
+    assert "id='sweep-stats'" in again.read_text()
+
+
+def test_sweep_csvs_carry_the_precision_of_each_quantity(failure_sweep):
+    """sweep.csv and stats.csv: times to the picosecond (6 decimals of a microsecond), other reals to 6
+    significant digits; the same numbers as the Parquet table up to that precision."""
+    import csv
+
+    from mrc.emulator import precision
+
+    exact = pd.read_parquet(failure_sweep / "sweep.parquet")
+    with open(failure_sweep / "sweep.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    checked = 0
+    for r, (_, e) in zip(rows, exact.iterrows()):
+        for k, text in r.items():
+            v = e[k]
+            if not isinstance(v, (float, np.floating)) or np.isnan(v) or text in ("", "inf"):
+                continue
+            checked += 1
+            d = precision.decimals(k)
+            digits = text.split("e")[0].lstrip("-").replace(".", "").strip("0")
+            if d is None:
+                assert len(digits) <= precision.SIGNIFICANT, (k, text)
+            else:
+                assert "." not in text or len(text.split(".")[1]) <= d, (k, text)
+            assert float(text) == precision.value(k, float(v)), (k, text, v)
+    assert checked > 50
+    st = pd.read_csv(failure_sweep / "stats.csv")
+    for m, v in zip(st["metric"], st["median"]):
+        if np.isfinite(v):
+            assert v == precision.value(m, v)
+
+
+def test_sweep_plots_use_log_axes_across_decades_and_show_never(monkeypatch, tmp_path):
+    """by-transport.png: a reroute of 1 us beside one of 127 ms on a log axis; an interval bound of "never" is
+    drawn and marked, not dropped; the report's figure likewise."""
+    from mrc.emulator.sweeps import plots as P
+    from mrc.emulator.sweeps import report as SR
+
+    st = pd.DataFrame([
+        {"transport": "mrc", "metric": "failure0_off_99_us", "cells": 3, "ok": 3, "n": 3,
+         "median": 1.2, "ci_low": 0.9, "ci_high": 1.6},
+        {"transport": "spray", "metric": "failure0_off_99_us", "cells": 3, "ok": 3, "n": 3,
+         "median": 88.0, "ci_low": 80.0, "ci_high": float("inf")},
+        {"transport": "roce-ecmp", "metric": "failure0_off_99_us", "cells": 3, "ok": 3, "n": 3,
+         "median": 127_000.0, "ci_low": 126_000.0, "ci_high": 128_000.0},
+        {"transport": "mrc", "metric": "fct_us_p99", "cells": 3, "ok": 3, "n": 3, "median": 100.0, "ci_low": 99.0,
+         "ci_high": 101.0},
+        {"transport": "spray", "metric": "fct_us_p99", "cells": 3, "ok": 3, "n": 3, "median": 150.0,
+         "ci_low": 140.0, "ci_high": 160.0},
+        {"transport": "roce-ecmp", "metric": "fct_us_p99", "cells": 3, "ok": 3, "n": 3, "median": 900.0,
+         "ci_low": 800.0, "ci_high": 1000.0},
+    ])
+    figs = []
+    monkeypatch.setattr(P, "_save", lambda plt, fig, path: figs.append(fig))
+    P.metric_plots(st, [], tmp_path, "t")
+    (fig,) = figs
+    by_title = {ax.get_title(): ax for ax in fig.axes if ax.get_visible()}
+    reroute = next(ax for t, ax in by_title.items() if t.startswith("99% off us"))
+    fct = next(ax for t, ax in by_title.items() if t.startswith("FCT p99 us"))
+    assert reroute.get_yscale() == "log" and fct.get_yscale() == "linear"
+    assert any("never" in t.get_text() for t in reroute.texts)
+    out = dict(SR.metric_figures(st, []))
+    assert out["failure0_off_99_us"].layout.yaxis.type == "log"
+    assert out["fct_us_p99"].layout.yaxis.type == "linear"
+    texts = [t for tr in out["failure0_off_99_us"].data for t in (tr.text or []) if isinstance(t, str)]
+    assert "never" in texts
+    html = SR.stats_table(st, [])
+    assert "88.0 [80.0, never]" in html and "127,000 [126,000, 128,000]" in html

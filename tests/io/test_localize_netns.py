@@ -9,7 +9,6 @@ planes: 19 namespaces) has a prefix unique to this process and is removed even w
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 import trio
@@ -17,7 +16,7 @@ import trio
 from mrc.cli import build_parser
 from mrc.errors import UsageError
 from mrc.fabric import netns
-from mrc.io.localize import parse_pairs, run_several
+from mrc.io.localize import parse_pairs, random_loss_unavailable, run_several
 from tests.netns_fabric import can_netns
 
 pytestmark = pytest.mark.netns
@@ -34,9 +33,10 @@ fabric_gbps = 100
 
 @pytest.fixture(scope="module")
 def fab(tmp_path_factory):
-    reason = can_netns() or (None if shutil.which("tc") or shutil.which("nft") else "needs `tc` (netem) or `nft`")
+    # random link loss needs tc netem or nftables: tried, not looked up (a `tc` without the netem qdisc is common)
+    reason = can_netns() or random_loss_unavailable()
     if reason:
-        pytest.skip(reason)
+        pytest.skip(f"random link loss unavailable: {reason}")
     src = tmp_path_factory.mktemp("fab") / "three-leaves.toml"
     src.write_text(FABRIC)
     try:

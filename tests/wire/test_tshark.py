@@ -1,4 +1,7 @@
-"""Wireshark agrees with us: tshark's own IPv6 / SRH / UDP / BTH decode, and our Lua dissector's fields."""
+"""Wireshark agrees with us: tshark's own IPv6 / SRH / UDP / BTH decode, and our Lua dissector's fields.
+
+With the Lua script, a packet with an MRC opcode is the script's alone (one "MRC" tree, BTH included; no
+InfiniBand tree beside it) and any other opcode goes to Wireshark's InfiniBand dissector."""
 from __future__ import annotations
 
 import ipaddress
@@ -31,7 +34,10 @@ BTH = {
 }
 # Lua field -> (PKT column, headers that carry it)
 MRC = {
-    "mrc.opcode": ("opcode", {"BTH"}),
+    "mrc.opcode": ("opcode", {"BTH"}), "mrc.bth.se": ("se", {"BTH"}), "mrc.bth.m": ("mig", {"BTH"}),
+    "mrc.bth.padcnt": ("padcnt", {"BTH"}), "mrc.bth.tver": ("tver", {"BTH"}), "mrc.bth.p_key": ("pkey", {"BTH"}),
+    "mrc.bth.fecn": ("fecn", {"BTH"}), "mrc.bth.becn": ("becn", {"BTH"}), "mrc.bth.destqp": ("dqpn", {"BTH"}),
+    "mrc.bth.psn": ("psn", {"BTH"}),
     "mrc.bth.ackreq": ("ackreq", {"BTH"}), "mrc.bth.r": ("bth_r", {"BTH"}),
     "mrc.bth.rtx": ("rtx", {"BTH"}), "mrc.bth.ts": ("ts", {"BTH"}),
     "mrc.meth.rqmsn": ("rqmsn", {"METH"}), "mrc.meth.msn": ("msn", {"METH"}),
@@ -125,22 +131,32 @@ def _parse(field, text):
 
 
 def check(pcap, wires, hints, lua_for_builtin=False):
+    """tshark's own fields (IP, UDP; BTH by InfiniBand, except on MRC opcodes once the script is loaded) and the
+    script's fields agree with our decoder on every packet."""
     builtin = tshark(pcap, NETF + list(BTH), lua=lua_for_builtin)
-    lua = tshark(pcap, list(MRC) + ["mrc.payload_len"], lua=True)
+    lua = tshark(pcap, list(MRC) + ["mrc.payload_len", "mrc.icrc", "mrc.trimmed", "frame.protocols"], lua=True)
     assert len(builtin) == len(lua) == len(wires)
     for k, (data, hint) in enumerate(zip(wires, hints)):
         p, n, _ = decode(data, ev_mode=hint)
         for field, want in _expected_net(p, n, len(data)).items():
             assert _parse(field, builtin[k][field]) == want, (k, field)
-        for field, col in BTH.items():
-            assert _parse(field, builtin[k][field]) == [int(p[col])], (k, field)
-        present = {"BTH", *headers_after_bth(int(p["opcode"]), int(p["ts"]))}
         is_mrc = int(p["opcode"]) >= 0xC6
+        ib = not (is_mrc and lua_for_builtin)  # the script takes MRC opcodes from InfiniBand
+        for field, col in BTH.items():
+            assert _parse(field, builtin[k][field]) == ([int(p[col])] if ib else []), (k, field)
+        layers = lua[k]["frame.protocols"].split(":")
+        assert ("infiniband" in layers) == (not is_mrc), (k, layers)  # one tree per packet, never both
+        present = {"BTH", *headers_after_bth(int(p["opcode"]), int(p["ts"]))}
         for field, (col, hdrs) in MRC.items():
             want = [int(p[col])] if is_mrc and hdrs & present else []
             assert _parse(field, lua[k][field]) == want, (k, field, lua[k][field])
-        if is_mrc and p["trim"] == Trim.NONE:
-            assert _parse("mrc.payload_len", lua[k]["mrc.payload_len"]) == [int(p["payload_len"])]
+        trimmed = p["trim"] != Trim.NONE
+        if is_mrc:
+            assert lua[k]["mrc.trimmed"] == ("1" if trimmed else ""), k
+            assert (lua[k]["mrc.icrc"] == "") == trimmed, k  # a trimmed packet has no ICRC
+            if not trimmed:
+                assert _parse("mrc.icrc", lua[k]["mrc.icrc"]) == [int.from_bytes(data[-4:], "big")], k
+                assert _parse("mrc.payload_len", lua[k]["mrc.payload_len"]) == [int(p["payload_len"])]
 
 
 def test_samples_agree_with_tshark(tmp_path):

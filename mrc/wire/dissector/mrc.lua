@@ -1,14 +1,16 @@
--- Wireshark dissector for the MRC (OCP Multipath Reliable Connection 1.0) headers after BTH.
+-- Wireshark dissector for MRC (OCP Multipath Reliable Connection 1.0): BTH and the MRC headers after it.
 --
 -- Part of the mrc-transport Python package (mrc/wire/dissector/mrc.lua). Load it with
---   wireshark -X lua_script:mrc.lua        or        tshark -X lua_script:mrc.lua -r file.pcap
--- or copy it into your personal Wireshark plugins folder.
+--   wireshark -X lua_script:mrc.lua        or        tshark -X lua_script:mrc.lua -r file.pcap -O mrc
+-- or copy it into your personal Wireshark plugins folder (`mrc pcap dissector` prints its path).
 --
--- Wireshark's own InfiniBand dissector decodes IPv6 / UDP 4791 / BTH but shows MRC opcodes
--- (0xC6-0xDE) as "Unknown" and the BTH bits rtx / ts as reserved. This post-dissector finds
--- the BTH Wireshark decoded and adds an "MRC" tree with the MRC flag bits and every MRC
--- extension header (METH, TSETH, RETH, ImmDt, AETH, SETH + CC_STATE, NETH, PETH, ERTH, EETH).
--- Layouts and their sources: docs/wire.md of the project; they match mrc/wire/headers.py.
+-- Wireshark's own InfiniBand dissector decodes UDP 4791 / BTH but shows MRC opcodes (0xC6-0xDE)
+-- as "Unknown" and the BTH bits rtx / ts as reserved. This script takes UDP port 4791 over: a
+-- packet with an MRC opcode gets one "MRC" tree (BTH with the MRC flag bits, every MRC extension
+-- header: METH, TSETH, RETH, ImmDt, AETH, SETH + CC_STATE, NETH, PETH, ERTH, EETH; the payload; the
+-- ICRC, or none on a trimmed packet), any other opcode (RoCEv2 RC, CNP) goes to Wireshark's
+-- InfiniBand dissector as before. Layouts and their sources: docs/wire.md of the project; they
+-- match mrc/wire/headers.py.
 
 local mrc = Proto("mrc", "MRC (Multipath Reliable Connection)")
 
@@ -29,10 +31,19 @@ local f = {}
 local function add(name, field) f[name] = field end
 
 add("opcode", ProtoField.uint8("mrc.opcode", "Opcode", base.HEX, OPCODES))
+add("se", ProtoField.uint8("mrc.bth.se", "Solicited event (se)", base.DEC, nil, 0x80))
+add("mig", ProtoField.uint8("mrc.bth.m", "Migration request (m)", base.DEC, nil, 0x40))
+add("padcnt", ProtoField.uint8("mrc.bth.padcnt", "Pad count", base.DEC, nil, 0x30))
+add("tver", ProtoField.uint8("mrc.bth.tver", "Transport header version", base.DEC, nil, 0x0F))
+add("pkey", ProtoField.uint16("mrc.bth.p_key", "Partition key", base.HEX))
+add("fecn", ProtoField.uint8("mrc.bth.fecn", "FECN (resv8a bit 7)", base.DEC, nil, 0x80))
+add("becn", ProtoField.uint8("mrc.bth.becn", "BECN (resv8a bit 6)", base.DEC, nil, 0x40))
+add("dqpn", ProtoField.uint24("mrc.bth.destqp", "Destination QP", base.HEX))
 add("ackreq", ProtoField.uint8("mrc.bth.ackreq", "AckReq", base.DEC, nil, 0x80))
 add("r", ProtoField.uint8("mrc.bth.r", "R", base.DEC, nil, 0x40))
 add("rtx", ProtoField.uint8("mrc.bth.rtx", "Retransmission (rtx)", base.DEC, nil, 0x20))
 add("ts", ProtoField.uint8("mrc.bth.ts", "TSETH present (ts)", base.DEC, nil, 0x10))
+add("psn", ProtoField.uint24("mrc.bth.psn", "Packet sequence number", base.DEC))
 add("meth_rqmsn", ProtoField.uint16("mrc.meth.rqmsn", "RQMSN", base.DEC))
 add("meth_msn", ProtoField.uint16("mrc.meth.msn", "MSN", base.DEC))
 add("tseth_ts", ProtoField.uint16("mrc.tseth.tx_timestamp", "Tx timestamp", base.DEC))
@@ -82,13 +93,20 @@ add("req_id", ProtoField.uint16("mrc.ep.req_id", "Request id", base.DEC))
 add("port_status_mask", ProtoField.uint32("mrc.ep.port_status_mask", "Port status mask", base.HEX))
 add("svc_time", ProtoField.uint32("mrc.eeth.svc_time", "Service time (ns)", base.DEC))
 add("payload_len", ProtoField.uint32("mrc.payload_len", "Payload length", base.DEC))
+add("icrc", ProtoField.uint32("mrc.icrc", "ICRC", base.HEX))
+add("trimmed", ProtoField.bool("mrc.trimmed", "Trimmed (DSCP TRIMMED or TRIMMED_LASTHOP: no ICRC)"))
+
+-- DSCP code points of trimmed packets (mrc.wire.dscp.DEFAULT_DSCP; a scenario's [switch.dscp] may differ)
+mrc.prefs.dscp_trimmed = Pref.uint("DSCP TRIMMED", 12, "DSCP a switch marks a trimmed packet with")
+mrc.prefs.dscp_trimmed_lasthop = Pref.uint("DSCP TRIMMED_LASTHOP", 16,
+                                           "DSCP a last-hop switch marks a trimmed packet with")
 
 local list = {}
 for _, v in pairs(f) do list[#list + 1] = v end
 mrc.fields = list
 
-local bth_field = Field.new("infiniband.bth")
-local udp_len_field = Field.new("udp.length")
+local dscp6_field = Field.new("ipv6.tclass.dscp")
+local dscp4_field = Field.new("ip.dsfield.dscp")
 
 local function prologue(t, r)
     t:add(f.type, r(0, 2)); t:add(f.next, r(0, 2)); t:add(f.m, r(0, 2)); t:add(f.pr, r(0, 2))
@@ -173,53 +191,81 @@ local function dissect_after_bth(tvb, tree, off, opcode, ts, limit)
     return off
 end
 
-function mrc.dissector(tvb, pinfo, tree)
-    local bths = { bth_field() }
-    if #bths == 0 then return end
-    local bth = bths[#bths]
-    local off = bth.offset
-    if off + 12 > tvb:len() then return end
-    local opcode = tvb(off, 1):uint()
-    if OPCODES[opcode] == nil then return end
-    local udp_lens = { udp_len_field() }
-    local limit = tvb:len()
-    if #udp_lens > 0 then
-        limit = math.min(limit, off - 8 + udp_lens[#udp_lens]())
-    end
-    local t = tree:add(mrc, tvb(off, limit - off), "MRC " .. OPCODES[opcode])
-    t:add(f.opcode, tvb(off, 1))
-    local flags = tvb(off + 8, 1)
-    t:add(f.ackreq, flags); t:add(f.r, flags); t:add(f.rtx, flags); t:add(f.ts, flags)
-    local ts = bit.band(bit.rshift(flags:uint(), 4), 1)
-    local after = dissect_after_bth(tvb, t, off + 12, opcode, ts, limit)
-    if after ~= nil and limit - after >= 4 then
-        t:add(f.payload_len, tvb(after, limit - after - 4), limit - after - 4)
-        -- ACK, endpoint request / response, SACK, NACK and probe carry no payload (docs/wire.md, "Payload");
-        -- the project's decoders refuse such a packet, the dissector shows it and flags it
-        if opcode >= 0xD1 and limit - after > 4 then
-            t:add_expert_info(PI_MALFORMED, PI_ERROR, "payload of " .. (limit - after - 4) .. " bytes on a "
-                .. OPCODES[opcode] .. " packet, which carries none")
-        end
-    end
-    pinfo.cols.protocol = "MRC"
-    pinfo.cols.info = OPCODES[opcode] .. " " .. tostring(pinfo.cols.info)
+-- the DSCP of the IP header right before UDP (an SRv6 packet's inner header; a trimmed packet has it
+-- re-marked in every header)
+local function last_dscp()
+    local v6, v4 = { dscp6_field() }, { dscp4_field() }
+    if #v6 > 0 then return v6[#v6]() end
+    if #v4 > 0 then return v4[#v4]() end
+    return nil
 end
 
-register_postdissector(mrc)
+-- UDP port 4791's dissector before this script (Wireshark's InfiniBand): it gets every packet that is not MRC
+local udp_port = DissectorTable.get("udp.port")
+local infiniband = udp_port:get_dissector(4791)
+
+-- The datagram is claimed even when a dissector further up throws: the InfiniBand dissector offers the
+-- payload of RC SEND packets to a QP other than 0 / 1 (the management QPs) to the RPC-over-RDMA
+-- heuristic, which reports other payloads as malformed by throwing. Uncaught, that exception becomes a
+-- Lua error, the heuristic below counts as declined, and UDP dissects the packet a second time by its
+-- port: two BTHs in one packet.
+local function not_mrc(tvb, pinfo, tree)
+    if infiniband ~= nil then pcall(infiniband.call, infiniband, tvb, pinfo, tree) end
+    return tvb:len()
+end
+
+function mrc.dissector(tvb, pinfo, tree)
+    local limit = tvb:len()
+    if limit < 12 then return not_mrc(tvb, pinfo, tree) end
+    local opcode = tvb(0, 1):uint()
+    if OPCODES[opcode] == nil then return not_mrc(tvb, pinfo, tree) end
+    pinfo.cols.protocol = "MRC"
+    local t = tree:add(mrc, tvb(0, limit), "MRC " .. OPCODES[opcode])
+    local b = t:add(tvb(0, 12), "BTH")
+    b:add(f.opcode, tvb(0, 1))
+    local r1 = tvb(1, 1)
+    b:add(f.se, r1); b:add(f.mig, r1); b:add(f.padcnt, r1); b:add(f.tver, r1)
+    b:add(f.pkey, tvb(2, 2))
+    b:add(f.fecn, tvb(4, 1)); b:add(f.becn, tvb(4, 1))
+    b:add(f.dqpn, tvb(5, 3))
+    local flags = tvb(8, 1)
+    b:add(f.ackreq, flags); b:add(f.r, flags); b:add(f.rtx, flags); b:add(f.ts, flags)
+    b:add(f.psn, tvb(9, 3))
+    local ts = bit.band(bit.rshift(flags:uint(), 4), 1)
+    local after = dissect_after_bth(tvb, t, 12, opcode, ts, limit)
+    local dscp = last_dscp()
+    local trimmed = dscp ~= nil and (dscp == mrc.prefs.dscp_trimmed or dscp == mrc.prefs.dscp_trimmed_lasthop)
+    if trimmed then t:add(f.trimmed, true) end
+    if after ~= nil then
+        -- a trimmed packet has lost its tail: what follows the headers is payload, and no ICRC
+        local tail = trimmed and 0 or 4
+        if limit - after >= tail then
+            t:add(f.payload_len, tvb(after, limit - after - tail), limit - after - tail)
+            if tail == 4 then t:add(f.icrc, tvb(limit - 4, 4)) end
+            -- ACK, endpoint request / response, SACK, NACK and probe carry no payload (docs/wire.md,
+            -- "Payload"); the project's decoders refuse such a packet, the dissector shows it and flags it
+            if opcode >= 0xD1 and limit - after > tail then
+                t:add_expert_info(PI_MALFORMED, PI_ERROR, "payload of " .. (limit - after - tail) .. " bytes on a "
+                    .. OPCODES[opcode] .. " packet, which carries none")
+            end
+        else
+            t:add_expert_info(PI_MALFORMED, PI_ERROR, "ICRC truncated")
+        end
+    end
+    pinfo.cols.info = string.format("%s QP=0x%06x PSN=%d%s", OPCODES[opcode], tvb(5, 3):uint(), tvb(9, 3):uint(),
+                                    trimmed and " [trimmed]" or "")
+    return limit
+end
+
+udp_port:add(4791, mrc)
 
 -- Wireshark's UDP dissector tries the lower port first, so an MRC packet whose EV puts a
 -- well-known port (53, 123, ...) in the UDP source port is shown as that protocol. With
 -- `-o udp.try_heuristic_first:TRUE` this heuristic hands every datagram to UDP port 4791 to
--- Wireshark's own InfiniBand (RoCEv2) dissector first.
--- The datagram is claimed even when a dissector further up throws: the InfiniBand dissector
--- offers the payload of RC SEND packets to a QP other than 0 / 1 (the management QPs) to the
--- RPC-over-RDMA heuristic, which reports other payloads as malformed by throwing. Uncaught, that
--- exception becomes a Lua error, the heuristic counts as declined, and UDP dissects the packet a
--- second time by its port: two BTHs in one packet.
-local infiniband = DissectorTable.get("udp.port"):get_dissector(4791)
+-- this dissector first (and through it, a packet that is not MRC to InfiniBand).
 local function rocev2_by_destination_port(tvb, pinfo, tree)
-    if pinfo.dst_port ~= 4791 or infiniband == nil then return false end
-    pcall(infiniband.call, infiniband, tvb, pinfo, tree)
+    if pinfo.dst_port ~= 4791 then return false end
+    mrc.dissector(tvb, pinfo, tree)
     return true
 end
 mrc:register_heuristic("udp", rocev2_by_destination_port)
