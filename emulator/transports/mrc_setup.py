@@ -471,7 +471,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         qp_rng(seed ^ 0x5A5A5A5A, n_qp, rngs)
         qp["rng"][:n_qp] = rngs
         qp["state"][:n_qp] = D.QPS_RESET
-        qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
+        qp["ev_pin"][:n_qp] = pin[:n_qp]  # the EV mrcqp.flow_start starts the QP on (`mrc.core.qp.modify`)
         if p["qp_hint"] == "auto":
             qp["hint_share"][req] = auto_hint_share(flows, firsts, ideal)
     # engine-side tables

@@ -84,6 +84,32 @@ def usable_count(T, i):
 
 
 @njit_core
+def bind_profile(T, i, values, planes, denied, n_planes):
+    """QP `i` takes an EV profile (bound at INIT, ``mrc_ctl.h``): slot k carries EV ``values[k]`` on plane
+    ``planes[k]`` (slots sorted by plane, `setup_planes`), GOOD, or DENIED where ``denied[k]``; the slots
+    past them are cleared. The QP spans `n_planes` planes and keeps half its EVs active, at least one per
+    plane (``ev_active_target``, until its attributes say otherwise)."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    row.view(np.uint8)[:] = 0
+    n = len(values)
+    for k in range(n):
+        row[k]["ev"] = values[k]
+        row[k]["plane"] = planes[k]
+        row[k]["state"] = D.EV_DENIED if denied[k] else D.EV_GOOD
+        row[k]["probe_sent"] = -1
+    q["n_ev"] = n
+    q["n_planes"] = n_planes
+    q["ev_active_target"] = min(max(n_planes, n // 2), n)
+
+
+@njit_core
+def set_event_mask(T, i, mask):
+    """Which EV state changes QP `i` reports as events (EVENT_BAD | EVENT_GOOD: its profile's event mask)."""
+    T.qp[i]["ev_event_mask"] = mask
+
+
+@njit_core
 def setup_planes(T, i):
     """Index the EV slots by plane (slots must be sorted by plane) and start each rotation."""
     q = T.qp[i]
@@ -323,6 +349,32 @@ def rebalance(T, i):
             elif active > want and row[k]["active"] == 1:
                 row[k]["active"] = 0
                 active -= 1
+
+
+@njit_core
+def balanced(T, i):
+    """Whether `rebalance` would leave QP `i`'s active sets as they are: on every plane no unusable EV is
+    active, and the plane has its share of active EVs, or fewer with no usable backup left to add.
+    (`rebalance` itself draws its random start whenever a plane is off its share, even when nothing
+    can move.)"""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for p in range(i64(q["n_planes"])):
+        start, size = plane_slots(q, p)
+        want = plane_share(q, p)
+        active = 0
+        spare = 0
+        for k in range(start, start + size):
+            usable = is_usable(row[k]["state"])
+            if row[k]["active"] and not usable:
+                return False
+            if row[k]["active"]:
+                active += 1
+            elif usable:
+                spare += 1
+        if size > 0 and (active > want or (active < want and spare > 0)):
+            return False
+    return True
 
 
 @njit_core

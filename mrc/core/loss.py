@@ -67,7 +67,7 @@ from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, nscc
 from mrc.core.events import emit
 from mrc.core.psn import psn_add, psn_diff
-from mrc.core.qp import enter_error
+from mrc.core.flush import enter_error
 from mrc.core.requester import hold_rto, probe_timeout, rto_interval, timestamp, tx_slot
 from mrc.wire.constants import M_NONE, M_SKIP_ONCE, SVC_TIME_UNIT_PS, NackReason
 

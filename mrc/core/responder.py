@@ -69,7 +69,7 @@ from mrc.core import evset, mpr
 from mrc.core.events import emit
 from mrc.core.tables import psn_slot
 from mrc.core.psn import psn_add, psn_diff
-from mrc.core.qp import enter_error
+from mrc.core.flush import enter_error
 from mrc.wire.constants import (
     ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK,
     OP_MRC_RELIABILITY_SACK, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
