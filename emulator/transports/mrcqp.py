@@ -244,15 +244,15 @@ def prefetch_ep(E, T, ep, pkt):
     is on its way."""
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
-        h = E.hdr[pkt]
+        hd = E.hdr[pkt]
         r = T.mrc_rows[ep, 1]
         if r >= 0:
             _prefetch_qp(core, ep, _RESP)
-            _prefetch_slot(core.rx, r, np.int64(h["psn"]))
+            _prefetch_slot(core.rx, r, np.int64(hd["psn"]))
         r = T.mrc_rows[ep, 0]
         if r >= 0:
             _prefetch_qp(core, ep, _REQ_ACK)
-            _prefetch_slot(core.tx, r, np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"]))
+            _prefetch_slot(core.tx, r, np.int64(hd["cack_psn"]) + np.int64(hd["ack_psn_offset"]))
 
 
 # ``mrc_next[slot]``: where the rows a ring slot reads first when next asked to send sit, noted
@@ -275,9 +275,9 @@ def _at(row, col):
 
 
 @njit(inline="always")
-def _prefetch_at(tab, h):
-    if h >= 0:
-        prefetch(tab[h >> _COL_BITS], h & _COL_MASK)
+def _prefetch_at(tab, at):
+    if at >= 0:
+        prefetch(tab[at >> _COL_BITS], at & _COL_MASK)
 
 
 @njit(inline="always")
@@ -344,13 +344,13 @@ def tx_next(E, F, T, ep, now, port, allow_data, pkt):
     if kind == cdisp.K_NONE:
         return 0
     _note_next(T, ep, plane, E.cfg[0]["n_planes"])
-    h = E.hdr[pkt]
+    hd = E.hdr[pkt]
     peer = E.ep[ep]["peer"]
     dst = E.ep[peer]["host"]
-    size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
+    size = T.mrc_hdr[hd["opcode"]] + hd["payload_len"]
     cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
-    pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
-    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, h["ev"], ep)
+    pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, hd["ecn"], hd["dscp"], now)
+    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, hd["ev"], ep)
     _count_sent(E, T, ep, kind, pkt)
     if core.evt_n[0] > 0:
         _drain(E, T, now)

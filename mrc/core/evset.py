@@ -39,7 +39,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core.events import emit
+from mrc.core import events
 from mrc.core.rng import below
 from mrc.core.rotation import new_cycle, plane_slots, rotation_next
 from mrc.wire.constants import M_ALWAYS_SKIP, M_SKIP_ONCE, NackReason
@@ -245,7 +245,7 @@ def _report(T, i, k, state, now):
     e = T.ev[q["ev_row"], k]
     bit = EVENT_BAD if state == D.EV_ASSUMED_BAD else EVENT_GOOD
     if q["ev_event_mask"] & bit:
-        emit(T, D.E_EV_STATE, i, now, 0, 0, 0, 0, e["ev"], state, e["plane"], e["losses"], k)
+        events.ev_state(T, i, now, e["ev"], state, e["plane"], e["losses"], k)
 
 
 @njit_core

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core.events import emit
+from mrc.core import events
 
 
 @njit_core
@@ -20,14 +20,14 @@ def enter_error(T, i, cause, now):
     if q["state"] == D.QPS_ERROR:
         return
     q["state"] = D.QPS_ERROR
-    emit(T, D.E_QP_ERROR, i, now, cause, 0, 0, 0, 0, 0, 0, 0, 0)
+    events.qp_error(T, i, now, cause)
     if q["wr_row"] >= 0:
         cap = T.wr.shape[1]
         first = True
         while q["wr_head"] != q["wr_tail"]:
             w = T.wr[q["wr_row"], q["wr_head"] % cap]
             status = cause if (first and cause < 20) else D.WC_WR_FLUSH_ERR
-            if not emit(T, D.E_SEND_DONE, i, now, status, w["wr_id"], w["length"], 0, 0, 0, 0, 0, w["post_time"]):
+            if not events.send_done(T, i, now, status, w["wr_id"], w["length"], w["post_time"]):
                 break
             first = False
             q["wr_head"] += 1
@@ -36,7 +36,7 @@ def enter_error(T, i, cause, now):
         cap = T.rq.shape[1]
         while q["rq_head"] != q["rq_tail"]:
             r = T.rq[q["rq_row"], q["rq_head"] % cap]
-            if not emit(T, D.E_RECV_IMM, i, now, D.WC_WR_FLUSH_ERR, r["wr_id"], 0, 0, 0, 0, 0, 0, 0):
+            if not events.recv_imm(T, i, now, D.WC_WR_FLUSH_ERR, r["wr_id"], 0, 0):
                 break
             q["rq_head"] += 1
     q["inflight"] = 0
