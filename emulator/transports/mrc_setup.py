@@ -118,7 +118,7 @@ import numpy as np
 from mrc._jit import njit
 from mrc.core import dtypes as D
 from mrc.core import evpolicy, setup as core_setup
-from mrc.core import tables
+from mrc.core import ctltable, tables
 from mrc.core.cachelines import fill_rows
 from mrc.emulator import state as ST
 from mrc.emulator.keys import Table
@@ -474,7 +474,7 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
         qp_rng(seed ^ 0x5A5A5A5A, n_qp, rngs)
         qp["rng"][:n_qp] = rngs
         qp["state"][:n_qp] = D.QPS_RESET
-        qp["ev_pin"][:n_qp] = pin[:n_qp]  # kept across start_qp by mrcqp.flow_start
+        qp["ev_pin"][:n_qp] = pin[:n_qp]  # the EV mrcqp.flow_start starts the QP on (`mrc.core.qp.modify`)
         if p["qp_hint"] == "auto":
             qp["hint_share"][req] = auto_hint_share(flows, firsts, ideal)
     # engine-side tables
@@ -489,18 +489,9 @@ def setup(topo, flows: np.ndarray, p: dict, sw, rng: np.random.Generator, cfg_sw
     mp[0]["ctl_probe_ok"] = p["ctl_probe_successes"]
     mp[0]["mpr_budget"] = p["mpr_budget"]
     mp[0]["mpr_max"] = mpr
-    host = np.zeros(H, mrcctl.HC)
-    host["deadline"] = ST.NEVER
-    host["local_ports"] = (1 << P) - 1
-    host["q_head"] = host["q_tail"] = host["w_head"] = -1
     # controller requests: an update per (host, peer) each way, probes, answers
     peers = len(np.unique(np.concatenate([src * H + dst, dst * H + src]))) if nf else 0
-    cap = 2 * peers + 4096
-    ctl = np.zeros(cap, mrcctl.CQ)
-    ctl["next"] = -1
-    free = np.arange(cap - 1, -1, -1, dtype=np.int32)
-    s = np.zeros(mrcctl.N_MS, np.int64)
-    s[mrcctl.MS_FREE_N] = cap
+    ctl, host, free, s = ctltable.allocate(H, 2 * peers + 4096, P, n_scalars=mrcctl.N_MS)
     hdr = header_sizes()
 
     budget = p["mpr_budget"] > 0

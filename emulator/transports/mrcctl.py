@@ -26,8 +26,9 @@ reserved QP number 2 (mrc-public-notes 2.7; `mrc.ctl.endpoint`):
 
 The protocol itself (the request table, what each request and answer does,
 timers, validation of what arrives) is `mrc.core.ctlproto`, the same functions
-`mrc.ctl` drives; this module is the glue: it finds a host's QPs, builds and
-routes the packets, wakes endpoints and counts. Requests wait in one table for
+`mrc.ctl` drives, which also build the packets (`ctlproto.fill_packet`); this
+module is the glue: it finds a host's QPs, routes the packets, wakes endpoints
+and counts. Requests wait in one table for
 the fabric (``mrc_ctl``, `ctlproto.REQ` rows from a free list; ``mrc_host``,
 `ctlproto.HOST` rows): per host a FIFO of rows to send and a list of rows
 waiting for an answer or a timer. A full table drops the new request and
@@ -39,15 +40,13 @@ from __future__ import annotations
 import numpy as np
 
 from mrc.core import ctlproto as CP
-from mrc.core import dispatch as cdisp
-from mrc.core import dtypes as D
 from mrc.core import evset
 from mrc.emulator._jit import njit
 from mrc.emulator import state as ST
 from mrc.emulator.pool import pkt_new, pkt_route_ar, pkt_route_ecmp, pkt_route_srv6
 from mrc.emulator.sched import wake
 from mrc.fabric.paths import ev_carrier
-from mrc.wire.constants import ENDPOINT_QPN, OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE
+from mrc.wire.constants import OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE
 
 CQ = CP.REQ  # the tables' dtypes are the core's
 HC = CP.HOST
@@ -88,9 +87,8 @@ def port_status_changed(E, F, T, h, now):
             E.ep[ep]["planes"] = mask
             wake(E, ep)
             continue
-        if core.qp[ep]["state"] != D.QPS_RTS:
+        if not CP.apply_port_status(core, ep, np.uint32(mask), False, now):
             continue  # not started: it takes the current ports when it starts
-        cdisp.set_local_ports(core, ep, np.uint32(mask), now)
         E.ep[ep]["planes"] = evset.plane_mask(core, ep)
         wake(E, ep)
         f = E.ep[ep]["flow"]
@@ -157,27 +155,14 @@ def tx_next(E, F, T, ep, now, port, pkt):
         return 0
     kind = C[r]["kind"]
     d = C[r]["peer"]
-    psu = kind == CP.K_PSU_REQ or kind == CP.K_PSU_RSP
+    CP.fill_packet(C, T.mrc_host, T.core, h, r, plane, ev, now, mp["dscp_ctrl"], E.hdr, pkt)
     hd = E.hdr[pkt]
-    E.hdr[pkt] = T.core.pkt0[0]
-    hd["opcode"] = OP_MRC_ENDPOINT_REQUEST if (kind == CP.K_PSU_REQ or kind == CP.K_EVP_REQ) else OP_MRC_ENDPOINT_RESPONSE
-    hd["dqpn"] = ENDPOINT_QPN
-    hd["pkey"] = 0xFFFF
-    hd["ep_op"] = CP.EP_PSU if psu else CP.EP_PROBE
-    hd["req_id"] = C[r]["req_id"]
-    hd["port_status_mask"] = C[r]["mask"] if psu else T.mrc_host[h]["local_ports"]
-    hd["ts"] = 1
-    hd["tx_timestamp"] = (now // 8000) & 0xFFFF
-    if hd["opcode"] == OP_MRC_ENDPOINT_RESPONSE:
-        hd["svc_time"] = CP.service_time_ns(C, r, now)
-    hd["ev"] = ev
-    size = T.mrc_hdr[hd["opcode"]]
-    pkt_new(E, pkt, h, d, ctl_ep(T, d), -1, plane, size, ST.CLS_CTRL, ST.ECN_NOT_ECT, mp["dscp_ctrl"], now)
+    pkt_new(E, pkt, h, d, ctl_ep(T, d), -1, plane, T.mrc_hdr[hd["opcode"]], ST.CLS_CTRL, ST.ECN_NOT_ECT, hd["dscp"], now)
     route_ev(E, F, mp["fwd"], pkt, h, d, ev, h)
     CP.sent(C, T.mrc_host, T.mrc_free, T.mrc_s, h, r, now, mp["ctl_timeout"], mp["ctl_probe"])
-    if kind == CP.K_PSU_REQ:
+    if kind == CP.PSU_REQUEST:
         E.ctr[ST.C_PSU_SENT] += 1
-    elif kind == CP.K_EVP_REQ:
+    elif kind == CP.PROBE_REQUEST:
         E.ctr[ST.C_EP_PROBES] += 1
     return 1
 
@@ -201,15 +186,14 @@ def on_rx(E, F, T, ep, pkt, now):
             n_qp = mp["n_qp"]
             for k in range(E.host_ep_start[h], E.host_ep_start[h + 1]):
                 qp = np.int64(E.host_ep[k])
-                if qp >= n_qp or core.qp[qp]["state"] != D.QPS_RTS:
+                if qp >= n_qp or E.ep[E.ep[qp]["peer"]]["host"] != src:
                     continue
-                if E.ep[E.ep[qp]["peer"]]["host"] != src:
+                if not CP.apply_port_status(core, qp, np.uint32(mask), True, now):
                     continue
-                cdisp.set_remote_ports(core, qp, np.uint32(mask), now)
                 E.ep[qp]["planes"] = evset.plane_mask(core, qp)
                 wake(E, qp)
         _counted(E, CP.respond(T.mrc_ctl, T.mrc_host, T.mrc_free, T.mrc_s, h, src, op, hd["req_id"], np.int64(hd["ev"]),
-                               hd["port"], mp["dscp_ctrl"], hd["tx_timestamp"], now))
+                               hd["port"], hd["dscp"], hd["tx_timestamp"], now))
         return
     if hd["opcode"] != OP_MRC_ENDPOINT_RESPONSE:
         return

@@ -40,7 +40,7 @@ import numpy as np
 
 from mrc.core import dispatch as cdisp
 from mrc.core import dtypes as D
-from mrc.core import evpolicy, evset, mpr, qp as core_qp, setup as core_setup
+from mrc.core import evpolicy, evset, mpr, qp as core_qp
 from mrc.emulator._jit import njit
 from mrc.emulator import flows
 from mrc.emulator import state as ST
@@ -172,20 +172,17 @@ def flow_start(E, F, T, f, now):
         if core.evt_n[0] > 0:
             _drain(E, T, now)
         return
-    for qp in (req, resp):
+    lr = np.int64(T.mrc_host[E.ep[req]["host"]]["local_ports"])
+    ls = np.int64(T.mrc_host[E.ep[resp]["host"]]["local_ports"])
+    # RESET -> INIT -> RTR -> RTS as the library's QPs go (`mrc.core.qp.modify`; the profiles and attributes
+    # were written at set-up, `mrc_setup`), with the ports known at connection set-up: each end's own, and
+    # the peer's
+    for qp, own, other in ((req, lr, ls), (resp, ls, lr)):
         pin = core.qp[qp]["ev_pin"]  # mrc-1ev: the ECMP-hashed EV set up for the QP (-1: none)
-        core_setup.start_qp(core, qp, 0, 0, now)
-        core.qp[qp]["ev_pin"] = pin
-        core.qp[qp]["state"] = D.QPS_RTS
-    hr = E.ep[req]["host"]
-    hs = E.ep[resp]["host"]
-    lr = np.uint32(T.mrc_host[hr]["local_ports"])
-    ls = np.uint32(T.mrc_host[hs]["local_ports"])
-    # the ports known at connection set-up: each end's own, and the peer's
-    cdisp.set_local_ports(core, req, lr, now)
-    cdisp.set_remote_ports(core, req, ls, now)
-    cdisp.set_local_ports(core, resp, ls, now)
-    cdisp.set_remote_ports(core, resp, lr, now)
+        core_qp.modify(core, qp, D.QPS_INIT, core_qp.qp_attr(), now)
+        core_qp.modify(core, qp, D.QPS_RTR, core_qp.qp_attr(rq_psn=0, dest_qpn=core.qp[E.ep[qp]["peer"]]["qpn"],
+                                                            local_ports=own, remote_ports=other), now)
+        core_qp.modify(core, qp, D.QPS_RTS, core_qp.qp_attr(sq_psn=0, ev_pin=pin), now)
     E.ep[req]["planes"] = evset.plane_mask(core, req)
     E.ep[resp]["planes"] = evset.plane_mask(core, resp)
     core_qp.post_write(core, req, f, D.WR_WRITE, 0, 0, 0, 0, E.flow[f]["size"], 0, now)
@@ -247,15 +244,15 @@ def prefetch_ep(E, T, ep, pkt):
     is on its way."""
     if ep < T.mrc_p[0]["n_qp"]:
         core = T.core
-        h = E.hdr[pkt]
+        hd = E.hdr[pkt]
         r = T.mrc_rows[ep, 1]
         if r >= 0:
             _prefetch_qp(core, ep, _RESP)
-            _prefetch_slot(core.rx, r, np.int64(h["psn"]))
+            _prefetch_slot(core.rx, r, np.int64(hd["psn"]))
         r = T.mrc_rows[ep, 0]
         if r >= 0:
             _prefetch_qp(core, ep, _REQ_ACK)
-            _prefetch_slot(core.tx, r, np.int64(h["cack_psn"]) + np.int64(h["ack_psn_offset"]))
+            _prefetch_slot(core.tx, r, np.int64(hd["cack_psn"]) + np.int64(hd["ack_psn_offset"]))
 
 
 # ``mrc_next[slot]``: where the rows a ring slot reads first when next asked to send sit, noted
@@ -278,9 +275,9 @@ def _at(row, col):
 
 
 @njit(inline="always")
-def _prefetch_at(tab, h):
-    if h >= 0:
-        prefetch(tab[h >> _COL_BITS], h & _COL_MASK)
+def _prefetch_at(tab, at):
+    if at >= 0:
+        prefetch(tab[at >> _COL_BITS], at & _COL_MASK)
 
 
 @njit(inline="always")
@@ -347,13 +344,13 @@ def tx_next(E, F, T, ep, now, port, allow_data, pkt):
     if kind == cdisp.K_NONE:
         return 0
     _note_next(T, ep, plane, E.cfg[0]["n_planes"])
-    h = E.hdr[pkt]
+    hd = E.hdr[pkt]
     peer = E.ep[ep]["peer"]
     dst = E.ep[peer]["host"]
-    size = T.mrc_hdr[h["opcode"]] + h["payload_len"]
+    size = T.mrc_hdr[hd["opcode"]] + hd["payload_len"]
     cls = ST.CLS_CTRL if kind == cdisp.K_CONTROL else ST.CLS_DATA
-    pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, h["ecn"], h["dscp"], now)
-    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, h["ev"], ep)
+    pkt_new(E, pkt, host, dst, peer, E.ep[ep]["flow"], plane, size, cls, hd["ecn"], hd["dscp"], now)
+    mrcctl.route_ev(E, F, mp["fwd"], pkt, host, dst, hd["ev"], ep)
     _count_sent(E, T, ep, kind, pkt)
     if core.evt_n[0] > 0:
         _drain(E, T, now)

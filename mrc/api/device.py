@@ -25,7 +25,7 @@ from mrc.api.version import (
     MRC_API_CURRENT_VERSION, MRC_API_LAST_SUPPORTED_VERSION, MRC_API_VER_LATEST, MRC_VENDOR_API_CURRENT_VERSION,
     MRC_VENDOR_API_LAST_SUPPORTED_VERSION, VersionInfo, api_ver, query_version,
 )
-from mrc.core import dispatch, dtypes as D, tables
+from mrc.core import dispatch, dtypes as D, qp as core_qp, tables
 from mrc.core.rng import seed_state
 from mrc.ctl import Controller
 from mrc.errors import EAGAIN, EINVAL, ENOTSUP, UsageError
@@ -316,19 +316,8 @@ class Device:
         qp.qp_hint = None
 
     def _clear_qp_row(self, index: int, qpn: int) -> None:
-        """A QP in RESET: its row and every table row it owns zeroed (no state survives a reuse)."""
-        T = self.T
-        T.qp[index] = np.zeros(1, dtype=D.QP)[0]
-        for table in (T.ev, T.ev_order, T.wr, T.rq):
-            table[index] = np.zeros(table.shape[1], dtype=table.dtype)
-        for table in (T.tx, T.rx):  # tiles of PSN slots (`mrc.core.tables`): the row's slots in every tile
-            table[:, index] = np.zeros(table.shape[::2], dtype=table.dtype)
-        q = T.qp[index]
-        q["qpn"] = qpn
-        for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
-            q[f] = index
-        q["rng"] = self._ids.stream_seed(qpn)
-        q["state"] = D.QPS_RESET
+        """A QP in RESET in row `index` (`mrc.core.qp.create`: its row and every table row it owns zeroed)."""
+        core_qp.create(self.T, index, qpn, self._ids.stream_seed(qpn))
 
     def peer_address(self, qp_num: int):
         """The ``remote_address`` QP `qp_num` is connected to; None if there is no such QP or it has no peer yet."""

@@ -17,7 +17,7 @@ from mrc.api.types import (
     Access, CompletionQueue, IbvQpAttr, IbvQpAttrMask, QpAttr, QpAttrMask, QpCapFlags, QpInitAttr, SendOpcode,
     set_masked,
 )
-from mrc.core import dispatch, dtypes as D, evset, qp as core_qp, setup
+from mrc.core import dtypes as D, qp as core_qp, setup
 from mrc.ctl.types import parse_vendor_cfg
 from mrc.errors import EBUSY, EINVAL, ENOTSUP, ConfigError, UsageError
 from mrc.wire.constants import ENDPOINT_QPN
@@ -312,9 +312,8 @@ class QueuePair:
             raise EINVAL(f"modify_qp: unknown state {state!r} (one of {names})")
         cur = int(T.qp[self.index]["state"])
         tgt = names.index(state)
-        if not core_qp.QP_FSM[cur, tgt]:
-            raise EINVAL(f"modify_qp: QP {self.qp_num} cannot go from {names[cur]} to {state} "
-                         f"(RESET -> INIT -> RTR -> RTS; RESET and ERROR from any state)")
+        if not core_qp.QP_FSM[cur, tgt]:  # the table `mrc.core.qp.modify` checks, asked before any attribute is
+            self._refused(cur, tgt)
         attrs = dict(attrs)
         now = dev._check_now("modify_qp", attrs.pop("now", 0))
         allowed = ALLOWED_ATTRS[state]
@@ -332,12 +331,12 @@ class QueuePair:
             self._check_attr(state, key, value)
         if state == "RESET":
             dev.ctl._unbind_qp(self)
-            dev._clear_qp_row(self.index, self.qp_num)
+            self._move(tgt, core_qp.qp_attr(rng=dev._ids.stream_seed(self.qp_num)), now)
             self.peer, self.attrs, self.ev_profile_id, self.cc_profile_id, self.qp_hint = _Peer(), {}, None, None, None
             self.vendor_cfg = b""
             return
         if state == "ERROR":
-            core_qp.enter_error(T, self.index, D.WC_WR_FLUSH_ERR, now)
+            self._move(tgt, core_qp.qp_attr(), now)
             dev._drain()
             return
         if state == "INIT":
@@ -349,7 +348,7 @@ class QueuePair:
                 self.qp_hint = attrs["qp_hint"]
             if "qp_access_flags" in attrs:
                 self.access = int(attrs["qp_access_flags"])
-            T.qp[self.index]["state"] = D.QPS_INIT
+            self._move(tgt, core_qp.qp_attr(), now)
             return
         merged = {**self.attrs, **{k: v for k, v in attrs.items() if k != "vendor_cfg"}}
         if "vendor_cfg" in attrs:
@@ -357,12 +356,9 @@ class QueuePair:
         if state == "RTR":
             self._configure(merged)
             self.peer = _Peer(dest_qpn=int(attrs["dest_qp_num"]), address=attrs["remote_address"])
-            q = T.qp[self.index]
-            q["dest_qpn"] = self.peer.dest_qpn
-            q["rcv_cwnd_pen"] = int(merged.get("rcv_cwnd_pen", 0))
-            setup.start_responder(T, self.index, attrs["rq_psn"], now)
-            dispatch.set_local_ports(T, self.index, np.uint32(dev.ctl.local_ports), now)  # ports already down stay down
-            q["state"] = D.QPS_RTR
+            self._move(tgt, core_qp.qp_attr(rq_psn=attrs["rq_psn"], dest_qpn=self.peer.dest_qpn,
+                                            rcv_cwnd_pen=int(merged.get("rcv_cwnd_pen", 0)),
+                                            local_ports=dev.ctl.local_ports), now)
         else:  # RTS
             if cur == D.QPS_RTS and "sq_psn" in attrs:
                 raise EINVAL("modify_qp RTS -> RTS: sq_psn cannot change")
@@ -378,11 +374,18 @@ class QueuePair:
                 merged = {**merged, **moved}
                 attrs = {k: v for k, v in attrs.items() if k not in moved}
             self._configure(merged)
-            if cur == D.QPS_RTR:
-                setup.start_requester(T, self.index, attrs["sq_psn"] if "sq_psn" in attrs else merged["sq_psn"], now)
-            evset.rebalance(T, self.index)  # the active set follows ev_active_target
-            T.qp[self.index]["state"] = D.QPS_RTS
+            self._move(tgt, core_qp.qp_attr(sq_psn=merged["sq_psn"] if cur == D.QPS_RTR else 0), now)
         self.attrs = merged
+
+    def _move(self, target: int, attrs, now: int) -> None:
+        """`mrc.core.qp.modify`: the core checks the move and applies its effects (the attributes are written)."""
+        if core_qp.modify(self.device.T, self.index, target, attrs, now) == core_qp.REFUSED:
+            self._refused(int(self.device.T.qp[self.index]["state"]), target)
+
+    def _refused(self, cur: int, target: int):
+        names = list(D.QP_STATE_NAMES)
+        raise EINVAL(f"modify_qp: QP {self.qp_num} cannot go from {names[cur]} to {names[target]} "
+                     f"(RESET -> INIT -> RTR -> RTS; RESET and ERROR from any state)")
 
     def _expand_attrs(self, state: str, attrs: dict) -> dict:
         """The header's composite attributes as the core's: ``cap`` bits, ``vendor_cfg`` items, ``path_mtu``,

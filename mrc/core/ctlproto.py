@@ -3,9 +3,10 @@
 One controller per host (OCP ``mrc_ctl.h``) talks to the controllers of its peers with endpoint
 requests on the reserved QP 2 (ENDPOINT_REQUEST / ENDPOINT_RESPONSE, ERTH / EETH; MRC notes
 2.3, 2.4, 2.7; docs/glossary.md). This module is that protocol once, for the library (`mrc.ctl`, one host row) and
-the emulator (`mrc.emulator.transports.mrcctl`, one host row per host of the fabric). It holds no
-packets, reads no clock and does no I/O: the caller builds and parses packets, keeps time and
-schedules; this module keeps the request table and decides.
+the emulator (`mrc.emulator.transports.mrcctl`, one host row per host of the fabric). It reads no
+clock and does no I/O: it keeps the request table, decides, and builds each packet that leaves
+(`fill_packet`) and applies a port status to a QP (`apply_port_status`); the caller keeps time,
+schedules, routes the packets and hands over what arrives.
 
 The tables are `mrc.core.ctltable`'s (its names are re-exported here): ``C`` request rows (`REQ`),
 each FREE, QUEUED in its host's FIFO to send or WAITING for an answer or a timer; ``H`` one row per
@@ -27,7 +28,8 @@ extension, parameters named):
 - An application's request (`request_user`; ``mrc_ctl.h`` endpoint batch): sent once on the
   EV and port it names, matched by (op, peer, req_id), dropped at its deadline.
 - Answers (`respond`; MRC notes 2.4: the answer returns to the sender, echoing op, req_id and the
-  timestamp): sent on the request's plane, or, when that local port is down, on the same EV's
+  timestamp, `fill_packet`: the requester can time the round trip from the answer alone): sent on
+  the request's plane, or, when that local port is down, on the same EV's
   twin in a plane that is up (ours; needs the EV's plane field, ``ev_plane_width`` > 0). An answer
   reports how long it waited before it left (`service_time_ns`: EETH ``svc_time``, ns), and the
   requester takes that off its RTT (`adjusted_rtt_ns`; ``mrc_ctl.h`` ``mrc_ctl_ep_rsp.adj_svc_time``:
@@ -48,18 +50,18 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import ctltable as TB
-from mrc.core import evset
+from mrc.core import dispatch, evset
 from mrc.core.rotation import plane_slots
 from mrc.core.ctltable import (  # noqa: F401  (the table's names, re-exported for the callers)
     HOST, N_S, R_FREE, R_QUEUED, R_WAITING, REQ, S_FREE_N, S_REQ_SEQ, S_STAMP, allocate, ready, release,
 )
-from mrc.wire.constants import EndpointOp
+from mrc.wire.constants import ENDPOINT_QPN, OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE, EndpointOp
 
-# kinds of row
-K_PSU_REQ = 1
-K_PSU_RSP = 2
-K_EVP_REQ = 3
-K_EVP_RSP = 4
+# kinds of row (``kind``): what the row sends
+PSU_REQUEST = 1
+PSU_RESPONSE = 2
+PROBE_REQUEST = 3
+PROBE_RESPONSE = 4
 
 F_USER = 1  # flags: an application's request (`request_user`)
 
@@ -94,14 +96,14 @@ def request_psu(C, H, free, s, h, d, qp, mask):
     Returns the row, or DROPPED when the table is full."""
     k = H[h]["q_head"]
     while k >= 0:
-        if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d and C[k]["flags"] == 0:
+        if C[k]["kind"] == PSU_REQUEST and C[k]["peer"] == d and C[k]["flags"] == 0:
             C[k]["mask"] = mask
             C[k]["tries"] = 0
             return i64(k)
         k = C[k]["next"]
     k = H[h]["w_head"]
     while k >= 0:
-        if C[k]["kind"] == K_PSU_REQ and C[k]["peer"] == d and C[k]["flags"] == 0:
+        if C[k]["kind"] == PSU_REQUEST and C[k]["peer"] == d and C[k]["flags"] == 0:
             TB.unlink_waiting(C, H, h, k)
             TB.recompute_deadline(C, H, h)
             C[k]["mask"] = mask
@@ -112,7 +114,7 @@ def request_psu(C, H, free, s, h, d, qp, mask):
     r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
-    C[r]["kind"] = K_PSU_REQ
+    C[r]["kind"] = PSU_REQUEST
     C[r]["host"] = h
     C[r]["peer"] = d
     C[r]["qp"] = qp
@@ -132,19 +134,19 @@ def request_probe(C, H, free, s, core, h, d, qp, slot, now, interval):
         return NOTHING
     k = H[h]["w_head"]
     while k >= 0:
-        if C[k]["kind"] == K_EVP_REQ and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
+        if C[k]["kind"] == PROBE_REQUEST and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
             return NOTHING
         k = C[k]["next"]
     k = H[h]["q_head"]
     while k >= 0:
-        if C[k]["kind"] == K_EVP_REQ and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
+        if C[k]["kind"] == PROBE_REQUEST and C[k]["qp"] == qp and C[k]["slot"] == slot and C[k]["flags"] == 0:
             return NOTHING
         k = C[k]["next"]
     r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
     e = core.ev[core.qp[qp]["ev_row"], slot]
-    C[r]["kind"] = K_EVP_REQ
+    C[r]["kind"] = PROBE_REQUEST
     C[r]["host"] = h
     C[r]["peer"] = d
     C[r]["qp"] = qp
@@ -164,7 +166,7 @@ def request_user(C, H, free, s, h, d, op, req_id, ev, plane, mask, tc, deadline)
     r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
-    C[r]["kind"] = K_PSU_REQ if op == EP_PSU else K_EVP_REQ
+    C[r]["kind"] = PSU_REQUEST if op == EP_PSU else PROBE_REQUEST
     C[r]["flags"] = F_USER
     C[r]["host"] = h
     C[r]["peer"] = d
@@ -205,7 +207,7 @@ def respond(C, H, free, s, h, src, op, req_id, ev, plane, tc, echo_ts, now):
     r = i64(TB.alloc(C, free, s))
     if r < 0:
         return DROPPED
-    C[r]["kind"] = K_PSU_RSP if op == EP_PSU else K_EVP_RSP
+    C[r]["kind"] = PSU_RESPONSE if op == EP_PSU else PROBE_RESPONSE
     C[r]["host"] = h
     C[r]["peer"] = src
     C[r]["qp"] = -1
@@ -240,6 +242,63 @@ def adjusted_rtt_ns(rtt_ns: int, svc_time_ns: int) -> tuple[int, bool]:
 
 
 # ---------------------------------------------------------------- events out: what goes on the wire
+
+# the unit of an endpoint request's tx_timestamp (ERTH: 16 bits, wraps at 524 us): the QPs' TSETH unit
+# (`mrc.core.setup.QP_DEFAULTS` ``ts_unit_ps``, 8 ns; a test keeps them equal)
+TS_UNIT_PS = 8000
+
+
+@njit_core
+def fill_packet(C, H, core, h, r, plane, ev, now, dscp_ctrl, out, k):
+    """Row r of host h (from `pick`: it leaves on `plane` with EV `ev` at `now`) as an endpoint packet in
+    ``out[k]`` (a `mrc.wire.records.PKT` row), for every user of this module alike; the caller routes it
+    and then calls `sent`.
+
+    A request is an ENDPOINT_REQUEST (ERTH) stamped with its sender's time (``tx_timestamp``, `TS_UNIT_PS`,
+    16 bits; BTH ts set); an answer an ENDPOINT_RESPONSE (EETH) that echoes the request's stamp (MRC
+    notes 2.4: op, req_id and the timestamp come back, so a requester can time the round trip from the
+    answer alone; `mrc.ctl` times its applications' requests from its own send times, exact past the
+    16-bit wrap, `adjusted_rtt_ns`) and says how long it waited (``svc_time``, `service_time_ns`). The
+    ``port_status_mask``: an update's, or an answer's (its host's ports when it was queued); an EV probe
+    request carries its host's ports now. DSCP: an application's request its own, an answer its
+    request's, the controller's requests `dscp_ctrl`."""
+    out[k] = core.pkt0[0]
+    p = out[k]
+    kind = C[r]["kind"]
+    user = C[r]["flags"] & F_USER
+    request = kind == PSU_REQUEST or kind == PROBE_REQUEST
+    psu = kind == PSU_REQUEST or kind == PSU_RESPONSE
+    p["opcode"] = OP_MRC_ENDPOINT_REQUEST if request else OP_MRC_ENDPOINT_RESPONSE
+    p["dqpn"] = ENDPOINT_QPN
+    p["pkey"] = 0xFFFF
+    p["ep_op"] = EP_PSU if psu else EP_PROBE
+    p["req_id"] = C[r]["req_id"]
+    p["port_status_mask"] = C[r]["mask"] if (psu or user or not request) else H[h]["local_ports"]
+    p["ev"] = ev
+    p["port"] = plane
+    if request:
+        p["ts"] = 1
+        p["tx_timestamp"] = (now // TS_UNIT_PS) & 0xFFFF
+        p["dscp"] = C[r]["tc"] if user else dscp_ctrl
+    else:
+        p["tx_timestamp"] = C[r]["echo_ts"]
+        p["svc_time"] = service_time_ns(C, r, now)
+        p["dscp"] = C[r]["tc"]
+
+
+@njit_core
+def apply_port_status(core, qp, mask, remote, now):
+    """A port status change reaches QP `qp` if it runs (RTR or RTS): the peer's ports (`remote`: its port
+    status update, `mrc.core.dispatch.set_remote_ports`) or the local NIC's (`set_local_ports`). True if
+    applied (a QP not connected yet takes the ports known when it is, `mrc.core.qp.modify`)."""
+    st = core.qp[qp]["state"]
+    if st != D.QPS_RTR and st != D.QPS_RTS:
+        return False
+    if remote:
+        dispatch.set_remote_ports(core, qp, mask, now)
+    else:
+        dispatch.set_local_ports(core, qp, mask, now)
+    return True
 
 
 @njit_core
@@ -283,9 +342,9 @@ def pick(C, H, free, s, core, h, plane, now, ev_plane_shift, ev_plane_width):
                 continue
             if C[r]["plane"] == plane:
                 ev = C[r]["ev"]
-        elif kind == K_PSU_REQ:
+        elif kind == PSU_REQUEST:
             ev = psu_ev(core, C[r]["qp"], plane)
-        elif kind == K_EVP_REQ:
+        elif kind == PROBE_REQUEST:
             if C[r]["plane"] == plane:
                 ev = C[r]["ev"]
         elif ev_plane_width <= 0:
@@ -311,11 +370,11 @@ def sent(C, H, free, s, h, r, now, timeout, interval):
     if C[r]["flags"] & F_USER:
         C[r]["t_sent"] = now
         TB.wait(C, H, h, r, C[r]["deadline"])
-    elif kind == K_PSU_REQ:
+    elif kind == PSU_REQUEST:
         C[r]["tries"] += 1
         C[r]["t_sent"] = now
         TB.wait(C, H, h, r, now + timeout)
-    elif kind == K_EVP_REQ:
+    elif kind == PROBE_REQUEST:
         C[r]["t_sent"] = now
         C[r]["answered"] = 0
         TB.wait(C, H, h, r, now + interval)
@@ -345,7 +404,7 @@ def on_response(C, H, free, s, core, h, src, op, req_id, successes, now):
     probe that completes `successes` answers in a row returns its EV to GOOD (ours)."""
     if check_response(op) != 0:
         return -1, RSP_UNMATCHED
-    want = K_PSU_REQ if op == EP_PSU else K_EVP_REQ
+    want = PSU_REQUEST if op == EP_PSU else PROBE_REQUEST
     r = H[h]["w_head"]
     while r >= 0:
         if C[r]["kind"] == want and C[r]["peer"] == src and C[r]["req_id"] == req_id:
@@ -353,7 +412,7 @@ def on_response(C, H, free, s, core, h, src, op, req_id, successes, now):
         r = C[r]["next"]
     if r < 0:
         return -1, RSP_UNMATCHED
-    if C[r]["flags"] & F_USER or want == K_PSU_REQ:
+    if C[r]["flags"] & F_USER or want == PSU_REQUEST:
         TB.unlink_waiting(C, H, h, r)
         TB.release(C, free, s, r)
         TB.recompute_deadline(C, H, h)
@@ -388,7 +447,7 @@ def on_timer(C, H, free, s, core, h, now, retries):
             TB.unlink_waiting(C, H, h, r)
             if C[r]["flags"] & F_USER:
                 TB.release(C, free, s, r)
-            elif C[r]["kind"] == K_PSU_REQ:
+            elif C[r]["kind"] == PSU_REQUEST:
                 if C[r]["tries"] > retries:
                     TB.release(C, free, s, r)
                 else:

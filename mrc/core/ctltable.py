@@ -63,8 +63,9 @@ HOST = np.dtype([
 ], align=True)
 
 
-def allocate(n_hosts: int, capacity: int, n_ports: int):
-    """Empty tables: (C, H, free, s), every host with its `n_ports` ports up."""
+def allocate(n_hosts: int, capacity: int, n_ports: int, n_scalars: int = N_S):
+    """Empty tables: (C, H, free, s), every host with its `n_ports` ports up; ``s`` holds `n_scalars` (at
+    least `N_S`: the owner may keep its own beside the table's)."""
     H = np.zeros(n_hosts, HOST)
     H["deadline"] = D.NEVER
     H["local_ports"] = (1 << n_ports) - 1
@@ -72,7 +73,7 @@ def allocate(n_hosts: int, capacity: int, n_ports: int):
     C = np.zeros(capacity, REQ)
     C["next"] = -1
     free = np.arange(capacity - 1, -1, -1, dtype=np.int32)
-    s = np.zeros(N_S, np.int64)
+    s = np.zeros(max(n_scalars, N_S), np.int64)
     s[S_FREE_N] = capacity
     return C, H, free, s
 

@@ -1,6 +1,6 @@
 """The core's entry points (aioquic-style): packets in, packets out, timers.
 
-Everything outside the core drives a QP through these five functions, always
+Everything outside the core drives a QP through these six functions, always
 passing the time ``now`` (integer ps):
 
 - ``on_packet(T, i, pkt, now)``: a packet addressed to QP `i` arrived; the

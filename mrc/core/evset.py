@@ -39,7 +39,7 @@ from numpy import int64 as i64
 
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
-from mrc.core.events import emit
+from mrc.core import events
 from mrc.core.rng import below
 from mrc.core.rotation import new_cycle, plane_slots, rotation_next
 from mrc.wire.constants import M_ALWAYS_SKIP, M_SKIP_ONCE, NackReason
@@ -81,6 +81,32 @@ def usable_count(T, i):
         if is_usable(row[k]["state"]):
             n += 1
     return n
+
+
+@njit_core
+def bind_profile(T, i, values, planes, denied, n_planes):
+    """QP `i` takes an EV profile (bound at INIT, ``mrc_ctl.h``): slot k carries EV ``values[k]`` on plane
+    ``planes[k]`` (slots sorted by plane, `setup_planes`), GOOD, or DENIED where ``denied[k]``; the slots
+    past them are cleared. The QP spans `n_planes` planes and keeps half its EVs active, at least one per
+    plane (``ev_active_target``, until its attributes say otherwise)."""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    row.view(np.uint8)[:] = 0
+    n = len(values)
+    for k in range(n):
+        row[k]["ev"] = values[k]
+        row[k]["plane"] = planes[k]
+        row[k]["state"] = D.EV_DENIED if denied[k] else D.EV_GOOD
+        row[k]["probe_sent"] = -1
+    q["n_ev"] = n
+    q["n_planes"] = n_planes
+    q["ev_active_target"] = min(max(n_planes, n // 2), n)
+
+
+@njit_core
+def set_event_mask(T, i, mask):
+    """Which EV state changes QP `i` reports as events (EVENT_BAD | EVENT_GOOD: its profile's event mask)."""
+    T.qp[i]["ev_event_mask"] = mask
 
 
 @njit_core
@@ -219,7 +245,7 @@ def _report(T, i, k, state, now):
     e = T.ev[q["ev_row"], k]
     bit = EVENT_BAD if state == D.EV_ASSUMED_BAD else EVENT_GOOD
     if q["ev_event_mask"] & bit:
-        emit(T, D.E_EV_STATE, i, now, 0, 0, 0, 0, e["ev"], state, e["plane"], e["losses"], k)
+        events.ev_state(T, i, now, e["ev"], state, e["plane"], e["losses"], k)
 
 
 @njit_core
@@ -323,6 +349,32 @@ def rebalance(T, i):
             elif active > want and row[k]["active"] == 1:
                 row[k]["active"] = 0
                 active -= 1
+
+
+@njit_core
+def balanced(T, i):
+    """Whether `rebalance` would leave QP `i`'s active sets as they are: on every plane no unusable EV is
+    active, and the plane has its share of active EVs, or fewer with no usable backup left to add.
+    (`rebalance` itself draws its random start whenever a plane is off its share, even when nothing
+    can move.)"""
+    q = T.qp[i]
+    row = T.ev[q["ev_row"]]
+    for p in range(i64(q["n_planes"])):
+        start, size = plane_slots(q, p)
+        want = plane_share(q, p)
+        active = 0
+        spare = 0
+        for k in range(start, start + size):
+            usable = is_usable(row[k]["state"])
+            if row[k]["active"] and not usable:
+                return False
+            if row[k]["active"]:
+                active += 1
+            elif usable:
+                spare += 1
+        if size > 0 and (active > want or (active < want and spare > 0)):
+            return False
+    return True
 
 
 @njit_core

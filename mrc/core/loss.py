@@ -65,9 +65,9 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evpolicy, evset, nscc
-from mrc.core.events import emit
+from mrc.core import events
 from mrc.core.psn import psn_add, psn_diff
-from mrc.core.qp import enter_error
+from mrc.core.flush import enter_error
 from mrc.core.requester import hold_rto, probe_timeout, rto_interval, timestamp, tx_slot
 from mrc.wire.constants import M_NONE, M_SKIP_ONCE, SVC_TIME_UNIT_PS, NackReason
 
@@ -107,7 +107,7 @@ def _complete_wrs(T, i, now):
             break
         if w["opcode"] == D.WR_WRITE_IMM and q["wimm_inflight"] > 0:
             q["wimm_inflight"] -= 1
-        if not emit(T, D.E_SEND_DONE, i, now, D.WC_SUCCESS, w["wr_id"], w["length"], 0, 0, 0, 0, 0, w["post_time"]):
+        if not events.send_done(T, i, now, D.WC_SUCCESS, w["wr_id"], w["length"], w["post_time"]):
             break  # event table full: complete it on the next call instead of losing it
         q["wr_head"] += 1
 

@@ -47,6 +47,12 @@ from mrc.core import dtypes as D
 
 
 @njit_core
+def use_profile(T, i, row):
+    """QP `i` runs with the CC profile in row `row` of ``T.cc`` (bound at INIT; read from its next start)."""
+    T.qp[i]["cc_profile"] = row
+
+
+@njit_core
 def cc_init(T, i, now):
     """The source state of Table 3-77 (UE 1.0.3 3.6.13.4). A QP hint that says this QP shares its
     bottleneck with others (``hint_share`` > 1, `mrc.core.setup.hint_share`) starts it at that share of

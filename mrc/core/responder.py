@@ -66,10 +66,10 @@ from numpy import int64 as i64
 from mrc._jit import njit_core
 from mrc.core import dtypes as D
 from mrc.core import evset, mpr
-from mrc.core.events import emit
+from mrc.core import events
 from mrc.core.tables import psn_slot
 from mrc.core.psn import psn_add, psn_diff
-from mrc.core.qp import enter_error
+from mrc.core.flush import enter_error
 from mrc.wire.constants import (
     ECN_CE, M_ALWAYS_SKIP, M_NONE, M_SKIP_ONCE, OP_MRC_ACKNOWLEDGE, OP_MRC_RELIABILITY_NACK,
     OP_MRC_RELIABILITY_SACK, OP_MRC_WRITE_LAST, OP_MRC_WRITE_LAST_IMM, OP_MRC_WRITE_ONLY, OP_MRC_WRITE_ONLY_IMM,
@@ -212,7 +212,7 @@ def _deliver(T, i, port, now):
                     _fatal(T, i, D.AETH_NAK_REMOTE_OP, nxt, port, D.ERR_NO_RECV, now)
                     return
                 r = T.rq[q["rq_row"], q["rq_head"] % T.rq.shape[1]]
-                if not emit(T, D.E_RECV_IMM, i, now, D.WC_SUCCESS, r["wr_id"], q["rx_msg_bytes"], s["imm"], 0, 0, 0, 0, 0):
+                if not events.recv_imm(T, i, now, D.WC_SUCCESS, r["wr_id"], q["rx_msg_bytes"], s["imm"]):
                     return  # event table full: deliver on the next packet instead of losing it
                 q["rq_head"] += 1
             q["rx_msg_bytes"] = 0
@@ -268,7 +268,7 @@ def on_data(T, i, p, now):
         extent = i64(p["dma_len"]) if p["dma_len"] > length else i64(length)
         m = _lookup_mr(T, p["rkey"], p["va"], extent)
         if m < 0:
-            emit(T, D.E_ACCESS_VIOLATION, i, now, 0, p["va"], extent, p["rkey"], p["ev"], 0, p["port"], 0, psn)
+            events.access_violation(T, i, now, p["va"], extent, p["rkey"], p["ev"], p["port"], psn)
             _fatal(T, i, D.AETH_NAK_REMOTE_ACCESS, psn, p["port"], D.ERR_REMOTE_ACCESS, now)
             return
         T.place[0] = m

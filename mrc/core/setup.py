@@ -1,4 +1,5 @@
-"""Configuring QPs and CC profiles: documented defaults, validation, and `start_qp`.
+"""Configuring QPs and CC profiles: documented defaults, validation, and starting each half of a QP
+(`start_responder` at RTR, `start_requester` at RTS: what `mrc.core.qp.modify` runs).
 
 Defaults (each a parameter; sources in brackets):
 
@@ -417,10 +418,3 @@ def start_requester(T, i, sq_psn, now):
     q["tx_active_until"] = 0
     evpolicy.start(T, i)
     nscc.cc_init(T, i, now)
-
-
-@njit_core
-def start_qp(T, i, sq_psn, rq_psn, now):
-    """Both halves at once (config and EV rows already written), as the emulator needs."""
-    start_responder(T, i, rq_psn, now)
-    start_requester(T, i, sq_psn, now)

@@ -12,7 +12,7 @@ import numpy as np
 
 from mrc.api.types import set_masked
 from mrc.api.version import VersionInfo, query_ctl_version
-from mrc.core import dtypes as D, setup
+from mrc.core import dtypes as D, evset, nscc, setup
 from mrc.ctl import ev_fields
 from mrc.ctl.endpoint import EndpointMixin
 from mrc.ctl.evops import EvOpsMixin
@@ -422,21 +422,13 @@ class Controller(EvProfileMixin, EvOpsMixin, EndpointMixin):
             raise EINVAL(f"modify_qp to INIT: CC profile {cc_profile_id} is {c.state.name}, not ONLINE")
         self._unbind_qp(qp)
         T = self.device.T
-        q = T.qp[qp.index]
         order = sorted(range(p.count), key=lambda k: (p.entries[k].ev.port, k))
-        row = T.ev[q["ev_row"]]
-        row[:] = np.zeros(1, dtype=D.EV)[0]
-        for slot, k in enumerate(order):
-            e = p.entries[k]
-            row[slot]["ev"] = e.value
-            row[slot]["plane"] = e.ev.port - 1
-            row[slot]["state"] = D.EV_DENIED if e.admin == EvState.DENIED else D.EV_GOOD
-            row[slot]["probe_sent"] = -1
-        q["n_ev"] = p.count
-        q["n_planes"] = self.device.ports
-        q["cc_profile"] = c.row
-        q["ev_event_mask"] = p.event_mask_bits
-        q["ev_active_target"] = min(max(self.device.ports, p.count // 2), p.count)
+        entries = [p.entries[k] for k in order]
+        evset.bind_profile(T, qp.index, np.array([e.value for e in entries], np.uint32),
+                           np.array([e.ev.port - 1 for e in entries], np.uint8),
+                           np.array([e.admin == EvState.DENIED for e in entries], np.bool_), self.device.ports)
+        nscc.use_profile(T, qp.index, c.row)
+        evset.set_event_mask(T, qp.index, p.event_mask_bits)
         p.slots[qp] = order
         c.qps.add(qp)
 

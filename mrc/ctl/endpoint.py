@@ -9,8 +9,8 @@ becomes ASSUMED_BAD and returns it to GOOD after enough answers.
 
 The protocol is `mrc.core.ctlproto` (the same compiled functions the emulator's
 controllers run): this mixin owns one host row and a request table, names peers
-by small integers (`_peer_id`), builds and parses the packets and keeps the
-application's `EpBatch` objects.
+by small integers (`_peer_id`), hands over the packets `ctlproto.fill_packet` builds
+and the fields of those that arrive, and keeps the application's `EpBatch` objects.
 
 Requests are `EpRequest` (``mrc_ctl_ep_req``): the destination is the ``dgid`` (a GID, or the network's own
 address object), the EV is a `CtlEv` (its port is the port the request leaves on); an EV of one of the
@@ -25,8 +25,7 @@ import zlib
 import numpy as np
 
 from mrc.api.types import AsyncEvent, OutPacket
-from mrc.core import ctlproto as CP, dispatch
-from mrc.core.setup import QP_DEFAULTS
+from mrc.core import ctlproto as CP
 from mrc.ctl.types import (
     CtlEv, EpBatch, EpOpType, EpRequest, EpResponse, EvFmtMode, PortAdminState, PortAttr, PortAttrMask, check_int, gid,
     parse_enum,
@@ -36,9 +35,6 @@ from mrc.wire.constants import DSCP_CONTROL, ENDPOINT_QPN, EndpointOp, Opcode
 from mrc.wire.records import PKT
 
 
-# TSETH unit of the controller's own requests: the QPs' default (8 ns). The answer's RTT comes
-# from the local send time matched by req_id, so this stamp is informational for the peer.
-EP_TS_UNIT_PS = QP_DEFAULTS["ts_unit_ps"]
 EP_CAPACITY = 4096  # rows of the request table (requests in flight + answers queued); more is refused
 EP_MAX_PEERS = 4096  # peers the controller keeps ids for; requests from more are dropped and counted
 PSU_TIMEOUT_PS = 1_000_000_000  # a port status update unanswered for 1 ms is sent again (ours)
@@ -225,27 +221,11 @@ class EndpointMixin:
                 r, ev = CP.pick(C, H, free, s, T, 0, plane, now, 0, 0)
                 if r < 0:
                     break
+                buf = np.zeros(1, dtype=PKT)
+                CP.fill_packet(C, H, T, 0, r, plane, ev, now, DSCP_CONTROL, buf, 0)
+                pkt = buf[0]
                 row = C[r]
-                kind, user = int(row["kind"]), bool(row["flags"] & CP.F_USER)
-                req = kind in (CP.K_PSU_REQ, CP.K_EVP_REQ)
-                psu = kind in (CP.K_PSU_REQ, CP.K_PSU_RSP)
-                pkt = np.zeros(1, dtype=PKT)[0]
-                pkt["opcode"] = int(Opcode.MRC_ENDPOINT_REQUEST if req else Opcode.MRC_ENDPOINT_RESPONSE)
-                pkt["dqpn"] = ENDPOINT_QPN
-                pkt["pkey"] = 0xFFFF
-                pkt["ep_op"] = CP.EP_PSU if psu else CP.EP_PROBE
-                pkt["req_id"] = int(row["req_id"])
-                pkt["port_status_mask"] = int(row["mask"]) & 0xFFFFFFFF if (psu or user or not req) else local
-                pkt["ev"] = ev
-                pkt["port"] = plane
-                if req:
-                    pkt["ts"] = 1
-                    pkt["tx_timestamp"] = (now // EP_TS_UNIT_PS) & 0xFFFF
-                    pkt["dscp"] = int(row["tc"]) if user else DSCP_CONTROL
-                else:
-                    pkt["tx_timestamp"] = int(row["echo_ts"])
-                    pkt["svc_time"] = int(CP.service_time_ns(C, r, now))
-                    pkt["dscp"] = int(row["tc"])
+                user = bool(row["flags"] & CP.F_USER)
                 dest = self._ep_peers[int(row["peer"])]
                 if user:
                     batch, req_id = self._ep_batch_of[int(r)]
@@ -267,11 +247,10 @@ class EndpointMixin:
                 self.counters["ep_dropped"] += 1
                 return
             if ep_op == EndpointOp.PORT_STATUS_UPDATE:
-                mask = int(pkt["port_status_mask"])
-                T = self.device.T
+                mask = np.uint32(pkt["port_status_mask"])
                 for qp in self.device._live_qps():
-                    if qp.peer.address == src and qp.state in ("RTR", "RTS"):
-                        dispatch.set_remote_ports(T, qp.index, np.uint32(mask), now)
+                    if qp.peer.address == src:
+                        CP.apply_port_status(self.device.T, qp.index, mask, True, now)
                 self.counters["port_status_rx"] += 1
             r = CP.respond(C, H, free, s, 0, d, ep_op, int(pkt["req_id"]), int(pkt["ev"]), int(pkt["port"]),
                            int(pkt["dscp"]), int(pkt["tx_timestamp"]), now)
@@ -321,8 +300,7 @@ class EndpointMixin:
         up = bool(local >> (port - 1) & 1)
         dev = self.device
         for qp in dev._live_qps():
-            if qp.state in ("RTR", "RTS"):
-                dispatch.set_local_ports(dev.T, qp.index, np.uint32(local), now)
+            CP.apply_port_status(dev.T, qp.index, np.uint32(local), False, now)
         dev._post_async(AsyncEvent("PORT_ACTIVE" if up else "PORT_ERR", port=port))
         # tell every peer at once, on a plane that is still up (OAI: "immediately tells peers")
         told = set()

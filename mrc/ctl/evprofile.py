@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mrc.api.types import set_masked
-from mrc.core import dispatch
+from mrc.core import dispatch, evset
 from mrc.ctl import ev_fields
 from mrc.ctl.types import (
     EV_UNPOPULATED, CtlEv, EvField, EvFieldsOp, EvFieldsOpArgs, EvFmtMode, EvOp, EvOpArgs, EvProfileAttr,
@@ -211,9 +211,8 @@ class EvProfileMixin:
             self._check_online(what, new)
         new.state = target
         if mask & M.EVENT_MASK:
-            T = self.device.T
             for qp in new.qps:
-                T.qp[qp.index]["ev_event_mask"] = new.event_mask_bits
+                evset.set_event_mask(self.device.T, qp.index, new.event_mask_bits)
         return attr
 
     def _ev_attr_args(self, attr, attr_mask, given: dict):

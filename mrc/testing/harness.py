@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mrc.core import dispatch, dtypes as D, evpolicy, qp as core_qp, setup, tables
+from mrc.core import dispatch, dtypes as D, evpolicy, evset, nscc, qp as core_qp, setup, tables
 from mrc.core.psn import psn_diff
 from mrc.core.rng import seed_state
 from mrc.units import NS, US
@@ -46,25 +46,19 @@ class PathFault:
 def configure_pair_qp(T, i: int, n_planes: int, evs: np.ndarray, seed: int, base_rtt_ps: int, qp_attrs: dict,
                       start_psn: int = 0) -> None:
     """QP `i` of a test pair (its peer is ``i ^ 1``) made ready to send: row i of every table, CC
-    profile 0, QPN 0x100 + i, the EVs `evs` all GOOD, state RTS, both PSNs at `start_psn`; by default
-    half the EVs active and access checks emulated."""
+    profile 0, QPN 0x100 + i, the EVs `evs` all GOOD, moved RESET -> INIT -> RTR -> RTS as a Device moves its QPs
+    (`mrc.core.qp.modify`), both PSNs at `start_psn`; by default half the EVs active and access checks emulated."""
     n_ev = len(evs)
     attrs = {"ev_active_target": max(n_planes, n_ev // 2), "emulate_access": 1, **qp_attrs}
-    q = T.qp[i]
-    q["n_planes"] = n_planes
-    for f in ("ev_row", "tx_row", "rx_row", "wr_row", "rq_row"):
-        q[f] = i
-    q["cc_profile"] = 0
-    q["qpn"] = 0x100 + i
-    q["dest_qpn"] = 0x100 + (i ^ 1)
-    q["rng"] = seed_state(seed, i)
+    evs = np.asarray(evs)
+    core_qp.create(T, i, 0x100 + i, seed_state(seed, i))
+    evset.bind_profile(T, i, evs.astype(np.uint32), (evs >> 28).astype(np.uint8), np.zeros(n_ev, np.bool_), n_planes)
+    nscc.use_profile(T, i, 0)
     setup.configure_qp(T, i, n_ev, base_rtt_ps, **attrs)
-    q["n_ev"] = n_ev
-    T.ev[i, :n_ev]["ev"] = evs
-    T.ev[i, :n_ev]["plane"] = evs >> 28
-    T.ev[i, :n_ev]["state"] = D.EV_GOOD
-    q["state"] = D.QPS_RTS
-    setup.start_qp(T, i, start_psn, start_psn, 0)
+    for target, moved in ((D.QPS_INIT, core_qp.qp_attr()),
+                          (D.QPS_RTR, core_qp.qp_attr(rq_psn=start_psn, dest_qpn=0x100 + (i ^ 1))),
+                          (D.QPS_RTS, core_qp.qp_attr(sq_psn=start_psn))):
+        core_qp.modify(T, i, target, moved, 0)
 
 
 @dataclass

@@ -66,7 +66,7 @@ def test_a_port_status_update_leaves_on_a_usable_ev_of_an_up_plane_and_is_resent
     assert r >= 0 and _rows(C, H, 0, "q_head") == [r] and C[r]["req_id"] == 0
     got, ev = CP.pick(C, H, free, s, T, 0, 0, 1000, 0, 0)
     assert (got, ev) == (r, 0x001)
-    assert CP.sent(C, H, free, s, 0, r, 1000, 500, 0) == CP.K_PSU_REQ
+    assert CP.sent(C, H, free, s, 0, r, 1000, 500, 0) == CP.PSU_REQUEST
     assert C[r]["tries"] == 1 and H[0]["deadline"] == 1500
     for k in range(3):  # unanswered: queued again at each timeout, at most `retries` (2) times
         CP.on_timer(C, H, free, s, T, 0, 1500 + 1000 * k, 2)
@@ -185,7 +185,7 @@ def test_answers_go_on_the_request_plane_or_its_twin_when_that_port_is_down():
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (-1, -1)  # plane 1 is up: the answer waits for it
     H[0]["local_ports"] = 0b01
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 8, 4) == (r, 0x0023)  # plane field (4 bits at 8) set to 0
-    assert CP.sent(C, H, free, s, 0, r, 0, 0, 0) == CP.K_EVP_RSP and int(s[CP.S_FREE_N]) == 4
+    assert CP.sent(C, H, free, s, 0, r, 0, 0, 0) == CP.PROBE_RESPONSE and int(s[CP.S_FREE_N]) == 4
     r = CP.respond(C, H, free, s, 0, 3, CP.EP_PROBE, 0x43, 0x0123, 1, 26, 0, 0)
     assert CP.pick(C, H, free, s, T, 0, 0, 0, 0, 0) == (-1, -1)  # no plane field known: its own plane only
 
@@ -280,3 +280,48 @@ def test_any_sequence_keeps_the_table_consistent_and_bounded(steps):
         else:
             CP.on_response(C, H, free, s, T, h, a, CP.EP_PROBE if c & 1 else CP.EP_PSU, a, 2, now)
         _invariants(*tabs)
+
+
+# ---------------------------------------------------------------- the packets (`fill_packet`)
+
+
+def test_fill_packet_stamps_a_request_and_its_answer_echoes_the_stamp():
+    """A request carries its sender's time (`TS_UNIT_PS`, the QPs' TSETH unit); the answer echoes the request's
+    stamp (MRC notes 2.4), with the time it waited and its host's ports; the DSCPs as documented."""
+    from mrc.core.setup import QP_DEFAULTS
+    from mrc.wire.constants import ENDPOINT_QPN, OP_MRC_ENDPOINT_REQUEST, OP_MRC_ENDPOINT_RESPONSE
+    from mrc.wire.records import PKT
+
+    assert CP.TS_UNIT_PS == QP_DEFAULTS["ts_unit_ps"]
+    T = _core()
+    C, H, free, s = CP.allocate(2, 8, 2)
+    out = np.zeros(2, PKT)
+    now = 1_234_567_890
+    CP.request_psu(C, H, free, s, 0, 1, 0, 0b01)
+    r, ev = CP.pick(C, H, free, s, T, 0, 0, now, 0, 0)
+    CP.fill_packet(C, H, T, 0, r, 0, ev, now, 26, out, 0)
+    req = out[0]
+    assert (int(req["opcode"]), int(req["dqpn"]), int(req["ep_op"]), int(req["port_status_mask"])) == (
+        OP_MRC_ENDPOINT_REQUEST, ENDPOINT_QPN, CP.EP_PSU, 0b01)
+    assert int(req["ts"]) == 1 and int(req["tx_timestamp"]) == (now // CP.TS_UNIT_PS) & 0xFFFF
+    assert int(req["dscp"]) == 26 and int(req["ev"]) == ev and int(req["port"]) == 0
+    # host 1 answers, 3 us after the request arrived
+    t_rx = now + 2_000_000
+    CP.respond(C, H, free, s, 1, 0, CP.EP_PSU, int(req["req_id"]), ev, 0, 46, int(req["tx_timestamp"]), t_rx)
+    r, ev2 = CP.pick(C, H, free, s, T, 1, 0, t_rx + 3_000_000, 0, 0)
+    CP.fill_packet(C, H, T, 1, r, 0, ev2, t_rx + 3_000_000, 26, out, 1)
+    rsp = out[1]
+    assert int(rsp["opcode"]) == OP_MRC_ENDPOINT_RESPONSE and int(rsp["req_id"]) == int(req["req_id"])
+    assert int(rsp["tx_timestamp"]) == int(req["tx_timestamp"]) and int(rsp["ts"]) == 0  # the echo
+    assert int(rsp["svc_time"]) == 3000 and int(rsp["dscp"]) == 46  # ns waited; the request's DSCP
+    assert int(rsp["port_status_mask"]) == int(H[1]["local_ports"])
+
+
+def test_apply_port_status_reaches_only_a_running_qp():
+    T = _core()
+    for state, applied in ((D.QPS_RESET, False), (D.QPS_INIT, False), (D.QPS_RTR, True), (D.QPS_RTS, True)):
+        T.qp[0]["state"] = state
+        T.qp[0]["remote_ports"] = 0b11
+        assert bool(CP.apply_port_status(T, 0, np.uint32(0b10), True, 0)) == applied
+        assert int(T.qp[0]["remote_ports"]) == (0b10 if applied else 0b11)
+    assert CP.apply_port_status(T, 0, np.uint32(0b01), False, 0) and int(T.qp[0]["local_ports"]) == 0b01

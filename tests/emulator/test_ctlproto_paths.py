@@ -6,7 +6,9 @@ glue functions called directly, each packet built into a pool row and delivered 
 controller at once. The same steps at the same times: a port goes down (port status update, its
 answer), an EV is taken out (the controller probes it, two answers return it to GOOD), a stale and a
 forged answer. After every step the request tables, the QPs' port masks and EV states and the packets
-must agree (ids mapped: a QP, a peer, an EV by its plane and rank in the plane).
+must agree (ids mapped: a QP, a peer, an EV by its plane and rank in the plane), every header field
+`ctlproto.fill_packet` writes, the timestamps included: a request carries its sender's, its answer
+echoes it.
 """
 from __future__ import annotations
 
@@ -44,9 +46,9 @@ def _table(C, H, h, core, qp_names, peer_names):
             qp = qp_names.get(int(c["qp"]), int(c["qp"]))
             row = {k: int(c[k]) for k in ("kind", "state", "req_id", "tries", "ok", "plane", "answered", "flags",
                                           "deadline", "t_sent")}
-            row["mask"] = int(c["mask"]) if c["kind"] in (CP.K_PSU_REQ, CP.K_PSU_RSP) else None
+            row["mask"] = int(c["mask"]) if c["kind"] in (CP.PSU_REQUEST, CP.PSU_RESPONSE) else None
             row["peer"], row["qp"] = peer_names[int(c["peer"])], qp
-            if c["kind"] == CP.K_EVP_REQ:
+            if c["kind"] == CP.PROBE_REQUEST:
                 row["ev"] = _ev_key(core, int(c["qp"]), int(c["ev"]))
             if head == "q_head":
                 row["deadline"] = None  # only a waiting row's deadline means anything
@@ -163,14 +165,31 @@ class Emulator:
 
 
 def _pkt(p, core, qp):
-    """An endpoint packet's fields; its EV as (plane, rank) of the sender's QP (an answer: of the request's)."""
-    return {"opcode": int(p["opcode"]), "dqpn": int(p["dqpn"]), "ep_op": int(p["ep_op"]), "req_id": int(p["req_id"]),
-            "port": int(p["port"]), "mask": int(p["port_status_mask"]), "ev": int(p["ev"])}
+    """An endpoint packet's fields (`mrc.core.ctlproto.fill_packet` builds them for both); its EV as (plane, rank)
+    of the sender's QP (an answer: of the request's)."""
+    return {"opcode": int(p["opcode"]), "dqpn": int(p["dqpn"]), "pkey": int(p["pkey"]), "ep_op": int(p["ep_op"]),
+            "req_id": int(p["req_id"]), "port": int(p["port"]), "mask": int(p["port_status_mask"]), "ev": int(p["ev"]),
+            "ts": int(p["ts"]), "tx_timestamp": int(p["tx_timestamp"]), "svc_time": int(p["svc_time"])}
+
+
+ECHO = {}  # req_id -> the tx_timestamp its request carried, per sender
+
+
+def _echoes(pkts, side):
+    """Requests note their stamp; an answer must echo its request's (MRC notes 2.4), in both worlds."""
+    for p in pkts:
+        if p["opcode"] == 0xD8:
+            assert p["ts"] == 1
+            ECHO[(side, p["req_id"])] = p["tx_timestamp"]
+        else:
+            peer = "B" if side == "A" else "A"
+            assert p["tx_timestamp"] == ECHO[(peer, p["req_id"])], p
 
 
 def _same_packets(lib, emu, lib_w, emu_w, side):
     """Packets agree field by field; EVs through each world's own QP (requests) or the peer's (answers)."""
     assert len(lib) == len(emu), (lib, emu)
+    _echoes(lib, side)
     for a, b in zip(lib, emu):
         ea, eb = a.pop("ev"), b.pop("ev")
         assert a == b
@@ -184,6 +203,7 @@ def _same_packets(lib, emu, lib_w, emu_w, side):
 def test_the_same_controller_exchange_gives_the_same_state_in_the_library_and_the_emulator():
     lib, emu = Library(), Emulator()
     log = []
+    ECHO.clear()
 
     def check(what):
         for side in ("A", "B"):
@@ -215,7 +235,7 @@ def test_the_same_controller_exchange_gives_the_same_state_in_the_library_and_th
     for w in (lib, emu):
         w.port("A", 1, False, t)
     check("A's port 2 down")
-    assert lib.state("A")["table"]["rows"][0][1]["kind"] == CP.K_PSU_REQ
+    assert lib.state("A")["table"]["rows"][0][1]["kind"] == CP.PSU_REQUEST
     assert lib.state("A")["table"]["rows"][0][1]["mask"] == 0b01
     assert exchange("A", t) == 1
     assert lib.state("B")["qp"]["remote_ports"] == 0b01 and lib.totals()[1] == 0
