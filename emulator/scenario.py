@@ -210,15 +210,9 @@ def check_depth(data, where: str = "scenario") -> None:
             stack.extend((v, depth + 1, f"{path}[{k}]") for k, v in enumerate(node))
 
 
-def decode_toml(raw: bytes | str, where: str) -> dict:
-    """A TOML document from bytes (or text `mrc.errors.read_text` already decoded), strictly: UTF-8 (TOML 1.0
-    says so), bounded nesting, one-line errors."""
-    try:
-        text = raw if isinstance(raw, str) else raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(where, f"byte {exc.start} (line {line}) = {raw[exc.start:exc.start + 1]!r}",
-                          "not UTF-8 text (TOML files are UTF-8)") from None
+def decode_toml(text: str, where: str) -> dict:
+    """A TOML document from a file's text (`mrc.errors.read_text`: UTF-8, as TOML 1.0 says, checked there),
+    strictly: bounded nesting, one-line errors."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
